@@ -558,14 +558,15 @@ Status GgufFile::parseShard(uint32_t shard, const OpenOptions &options) {
                       ", past the end of the file (size %" PRIu64 ")",
                       p, dataOffset, size);
   for (TensorInfo &ti : infos) {
-    uint64_t start, end;
+    uint64_t start = 0, end = 0;
+    // On overflow `start` wraps below dataOffset; the message then shows UINT64_MAX.
     if (addOverflows(dataOffset, ti.offset, &start) || addOverflows(start, ti.bytes, &end) ||
         end > size)
       return makeStatus(StatusCode::kDataLoss,
                         "%s: tensor '%.*s' (info at byte %" PRIu64 "): data at byte %" PRIu64
                         " + %" PRIu64 " bytes extends past the end of the file (size %" PRIu64 ")",
                         p, static_cast<int>(ti.name.size()), ti.name.data(), ti.infoOffset,
-                        dataOffset + std::min(ti.offset, size), ti.bytes, size);
+                        start < dataOffset ? UINT64_MAX : start, ti.bytes, size);
     ti.data = file.data() + start;
   }
   // Tensors may appear in any order in the table; sort by offset to find overlaps.
