@@ -5,16 +5,14 @@
 
 #include "runtime/gguf/gguf_writer.h"
 #include "runtime/gguf/quant.h"
+#include "runtime/support/parallel.h"
 #include "tools/glm5-gguf/bpe_train.h"
 #include "tools/glm5-gguf/fixture_text.h"
 #include "tools/glm5-gguf/prng.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cinttypes>
-#include <mutex>
-#include <thread>
 
 namespace glm5c::fixture {
 
@@ -184,6 +182,12 @@ uint64_t rowsPerChunk(uint64_t rowElems) {
   return std::max<uint64_t>(1, (1u << 20) / std::max<uint64_t>(rowElems, 1));
 }
 
+// Per-thread sample buffer, reused across chunks.
+std::vector<float> &scratch() {
+  thread_local std::vector<float> buf;
+  return buf;
+}
+
 struct Job {
   size_t tensor;
   uint64_t firstRow, rows;
@@ -266,43 +270,25 @@ Status makeFixture(const MakeOptions &opt, void (*log)(const std::string &)) {
     for (uint64_t r = 0; r < rows; r += step)
       jobs.push_back({i, r, std::min(step, rows - r)});
   }
-  std::atomic<size_t> next{0};
-  std::mutex errorMutex;
-  Status firstError;
-  auto worker = [&] {
-    std::vector<float> buf;
-    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
-      const Job &job = jobs[j];
-      const ExpectedTensor &t = tensors[job.tensor];
-      const uint64_t rowElems = t.ne[0];
-      Init init = initFor(t);
-      // Stream per (tensor, chunk): chunk boundaries depend only on the shape.
-      Rng rng(opt.seed ^ hashName(t.name), job.firstRow);
-      buf.resize(rowElems * job.rows);
-      for (float &x : buf)
-        x = static_cast<float>(init.kind == Init::Normal
-                                   ? init.scale * rng.normal()
-                                   : 1.0 - init.scale + 2.0 * init.scale * rng.uniform());
-      const uint64_t rowBytes = *ggmlRowBytes(types[job.tensor], rowElems);
-      uint8_t *dst = w.tensorData(job.tensor) + job.firstRow * rowBytes;
-      Status s = quantizeRow(types[job.tensor], buf.data(), rowElems * job.rows, dst,
-                             rowBytes * job.rows);
-      if (!s.isOk()) {
-        std::lock_guard<std::mutex> lock(errorMutex);
-        if (firstError.isOk())
-          firstError = s.withContext(t.name);
-        next = jobs.size();
-      }
-    }
-  };
-  uint32_t nThreads = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (uint32_t i = 1; i < nThreads; ++i)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
-  GLM5_RETURN_IF_ERROR(firstError);
+  GLM5_RETURN_IF_ERROR(glm5rt::parallelFor(jobs.size(), opt.threads, [&](size_t j) -> Status {
+    std::vector<float> &buf = scratch();
+    const Job &job = jobs[j];
+    const ExpectedTensor &t = tensors[job.tensor];
+    const uint64_t rowElems = t.ne[0];
+    Init init = initFor(t);
+    // Stream per (tensor, chunk): chunk boundaries depend only on the shape.
+    Rng rng(opt.seed ^ hashName(t.name), job.firstRow);
+    buf.resize(rowElems * job.rows);
+    for (float &x : buf)
+      x = static_cast<float>(init.kind == Init::Normal
+                                 ? init.scale * rng.normal()
+                                 : 1.0 - init.scale + 2.0 * init.scale * rng.uniform());
+    const uint64_t rowBytes = *ggmlRowBytes(types[job.tensor], rowElems);
+    uint8_t *dst = w.tensorData(job.tensor) + job.firstRow * rowBytes;
+    return quantizeRow(types[job.tensor], buf.data(), rowElems * job.rows, dst,
+                       rowBytes * job.rows)
+        .withContext(t.name);
+  }));
   return w.finish();
 }
 

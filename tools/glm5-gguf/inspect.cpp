@@ -5,13 +5,11 @@
 #include "runtime/gguf/gguf_writer.h"
 #include "runtime/gguf/glm5_layout.h"
 #include "runtime/gguf/quant.h"
+#include "runtime/support/parallel.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cinttypes>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 namespace glm5c::gguftool {
@@ -188,29 +186,12 @@ Status dequantToF32(const std::string &input, const std::string &output, uint32_
                                      std::vector<uint64_t>(t.ne, t.ne + t.nDims)));
   }
   GLM5_RETURN_IF_ERROR(w.create(output));
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  Status firstError;
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < f.tensors().size();) {
-      const TensorInfo &t = f.tensors()[i];
-      Status s = dequantizeRow(t.type, t.data, t.bytes, reinterpret_cast<float *>(w.tensorData(i)),
-                               t.elements());
-      if (!s.isOk()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (firstError.isOk())
-          firstError = s.withContext(std::string(t.name));
-      }
-    }
-  };
-  uint32_t n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (uint32_t i = 1; i < n; ++i)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
-  GLM5_RETURN_IF_ERROR(firstError);
+  GLM5_RETURN_IF_ERROR(glm5rt::parallelFor(f.tensors().size(), threads, [&](size_t i) {
+    const TensorInfo &t = f.tensors()[i];
+    return dequantizeRow(t.type, t.data, t.bytes, reinterpret_cast<float *>(w.tensorData(i)),
+                         t.elements())
+        .withContext(std::string(t.name));
+  }));
   return w.finish();
 }
 
