@@ -1,6 +1,8 @@
-// glm5c-opt: mlir-opt restricted to the dialects and passes glm5c uses, for lit tests of passes.
-// The glm dialect and its passes register here as they land (docs/architecture.md "Status").
-#include "mlir/Dialect/Arith/IR/Arith.h"
+// glm5c-opt: mlir-opt restricted to the dialects and passes glm5c uses, for lit tests of passes
+// and for `glm5c import model.gguf | glm5c-opt --glm-pipeline`.
+#include "dialects/glm/IR/GlmDialect.h"
+#include "dialects/glm/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -9,8 +11,9 @@
 int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  glm5c::glm::registerGlmPassesAndPipeline();
   mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+  registry.insert<glm5c::glm::GlmDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "glm5c optimizer driver\n", registry));
 }

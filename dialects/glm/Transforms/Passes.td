@@ -1,0 +1,53 @@
+//===- Passes.td - glm graph passes ---------------------------------------===//
+#ifndef GLM_PASSES_TD
+#define GLM_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GlmVerifyModel : Pass<"glm-verify-model", "mlir::ModuleOp"> {
+  let summary = "Check every op's shapes and attributes against the module's #glm.config";
+  let description = [{
+    Op verifiers check each op against its own operands; this pass checks the whole graph
+    against the model: every GGUF tensor reference names a tensor of GLM-5's layout with the
+    shape the config implies, head counts and head dims (nope/rope/v/latent) agree with the
+    config, RoPE uses the config's theta and rope dim, the KV cache has one row part per
+    config width, the MoE ops use the config's expert counts, top-k, normalization and routed
+    scale, and the attention and indexer scales are the model's.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
+def GlmAbsorbMLA : Pass<"glm-absorb-mla", "mlir::ModuleOp"> {
+  let summary = "Rewrite naive MLA attention into glm.sparse_mla (W_UK into q, W_UV after)";
+  let description = [{
+    Matches `glm.attention` whose per-head keys and values are expanded from the cached latent
+    through `attn_k_b` (transposed) and `attn_v_b`, and whose shared rope key is the cached rope
+    key of the same layer. Rewrites it into: slice q into nope and rope parts, fold `attn_k_b`
+    into the nope part (q_lat = W_UK^T q_nope, kv_lora wide), `glm.sparse_mla` over the selected
+    cache rows, and `attn_v_b` applied to its latent output. The per-token key/value expansion
+    then has no users and disappears. Prefill and decode alike: the absorbed form is what the
+    kernels implement. An attention op of another shape is an error.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
+def GlmFuseRopeAppend : Pass<"glm-fuse-rope-append", "mlir::ModuleOp"> {
+  let summary = "Fuse the RoPE of the rope key and indexer key into the cache append";
+  let description = [{
+    `glm.rope` (offset 0) feeding only a `glm.cache_append`'s rope key and indexer key, with the
+    same positions and theta, becomes one `glm.rope_cache_append`: the rotated keys are written
+    once, to the cache, instead of to a temporary first.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
+def GlmFuseRouter : Pass<"glm-fuse-router", "mlir::ModuleOp"> {
+  let summary = "Fuse the router projection with sigmoid, biased top-k and normalization";
+  let description = [{
+    `glm.linear` with a single use in `glm.moe_gate` becomes one `glm.moe_router`: logits,
+    sigmoid, top-k and weight normalization in one pass over the token's row.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
+#endif // GLM_PASSES_TD

@@ -1,0 +1,141 @@
+// glm5c: the compiler driver. `glm5c import model.gguf [-o out.mlir]` prints the glm dialect
+// module of a GGUF (header only). A thin main over compiler/import; compile and explain join it
+// with codegen.
+#include "compiler/import/Importer.h"
+#include "dialects/glm/Transforms/Passes.h"
+#include "runtime/gguf/gguf_reader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char *kUsage =
+    "usage:\n"
+    "  glm5c import MODEL.gguf [-o OUT.mlir] [--pipeline] [--locations] [--timing]\n"
+    "      prints the glm dialect module (prefill and decode) of a glm-dsa GGUF; --pipeline runs\n"
+    "      the canonical graph pipeline (glm-pipeline) on it first\n";
+
+int usage(const std::string &why) {
+  if (!why.empty())
+    llvm::errs() << "glm5c: " << why << "\n";
+  llvm::errs() << kUsage;
+  return 2;
+}
+
+// "model.gguf:blk.0.attn_q_a.weight" for the importer's name locations, "file:line:col" else.
+std::string locationText(mlir::Location loc) {
+  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
+    return name.getName().str();
+  if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(loc))
+    return file.getFilename().str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << loc;
+  return s;
+}
+
+int cmdImport(int argc, char **argv) {
+  std::string input, output = "-";
+  bool pipeline = false, locations = false, timing = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-o" && i + 1 < argc)
+      output = argv[++i];
+    else if (a == "--pipeline")
+      pipeline = true;
+    else if (a == "--locations")
+      locations = true;
+    else if (a == "--timing")
+      timing = true;
+    else if (input.empty() && !a.empty() && a[0] != '-')
+      input = a;
+    else
+      return usage("import: unexpected argument '" + a + "'");
+  }
+  if (input.empty())
+    return usage("import needs a MODEL.gguf");
+
+  auto start = std::chrono::steady_clock::now();
+  auto file = glm5rt::gguf::GgufFile::open(input);
+  if (!file.isOk()) {
+    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
+    return 1;
+  }
+  mlir::MLIRContext context;
+  context.printOpOnDiagnostic(false);
+  // Every diagnostic (errors, and the importer's remarks such as the MTP note) goes to stderr
+  // as "location: severity: message", notes included.
+  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
+    auto print = [](mlir::Diagnostic &d) {
+      const char *sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
+                        : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
+                        : d.getSeverity() == mlir::DiagnosticSeverity::Remark  ? "remark"
+                                                                               : "note";
+      llvm::errs() << locationText(d.getLocation()) << ": " << sev << ": " << d.str() << "\n";
+    };
+    print(diag);
+    for (mlir::Diagnostic &note : diag.getNotes())
+      print(note);
+    return mlir::success();
+  });
+  glm5c::ImportOptions options;
+  options.displayName = llvm::sys::path::filename(input).str();
+  mlir::OwningOpRef<mlir::ModuleOp> module = glm5c::importGguf(context, **file, options);
+  if (!module)
+    return 1;
+  auto imported = std::chrono::steady_clock::now();
+  if (pipeline) {
+    mlir::PassManager pm(&context);
+    glm5c::glm::buildGlmPipeline(pm);
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
+  auto done = std::chrono::steady_clock::now();
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_TextWithCRLF);
+  if (ec) {
+    llvm::errs() << "glm5c: error: cannot write " << output << ": " << ec.message() << "\n";
+    return 1;
+  }
+  mlir::OpPrintingFlags flags;
+  if (locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module->print(os, flags);
+  os << "\n";
+  if (timing) {
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    llvm::errs() << "glm5c: import " << llvm::format("%.1f", ms(start, imported)) << " ms";
+    if (pipeline)
+      llvm::errs() << ", pipeline " << llvm::format("%.1f", ms(imported, done)) << " ms";
+    llvm::errs() << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage("");
+  std::string cmd = argv[1];
+  if (cmd == "import")
+    return cmdImport(argc - 2, argv + 2);
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  return usage("unknown command '" + cmd + "'");
+}
