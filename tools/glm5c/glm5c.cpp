@@ -110,7 +110,7 @@ int cmdImport(int argc, char **argv) {
   }
   mlir::OpPrintingFlags flags;
   if (locations)
-    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false).useLocalScope();
   module->print(os, flags);
   os << "\n";
   if (timing) {

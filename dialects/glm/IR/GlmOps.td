@@ -155,7 +155,7 @@ def Glm_CacheAppendOp : Glm_Op<"cache_append", [MemoryEffects<[MemWrite]>]> {
                        Glm_F32Tensor:$latent, Glm_F32Tensor:$rope_key, Glm_F32Tensor:$index_key);
   let assemblyFormat = [{
     $cache `[` $layer `]` `,` $positions `,` $latent `,` $rope_key `,` $index_key attr-dict `:`
-    type($cache) `,` type($positions) `,` type($latent) `,` type($rope_key) `,` type($index_key)
+    qualified(type($cache)) `,` type($positions) `,` type($latent) `,` type($rope_key) `,` type($index_key)
   }];
 }
 
@@ -177,7 +177,7 @@ def Glm_RopeCacheAppendOp : Glm_Op<"rope_cache_append", [MemoryEffects<[MemWrite
                        F32Attr:$theta, I64Attr:$rope_dim);
   let assemblyFormat = [{
     $cache `[` $layer `]` `,` $positions `,` $latent `,` $rope_key `,` $index_key attr-dict `:`
-    type($cache) `,` type($positions) `,` type($latent) `,` type($rope_key) `,` type($index_key)
+    qualified(type($cache)) `,` type($positions) `,` type($latent) `,` type($rope_key) `,` type($index_key)
   }];
 }
 
@@ -190,7 +190,7 @@ def Glm_CacheReadOp : Glm_Op<"cache_read", [MemoryEffects<[MemRead]>]> {
   }];
   let arguments = (ins Glm_KVCache:$cache, I64Attr:$layer, Glm_CachePartAttr:$part);
   let results = (outs Glm_F32Tensor:$result);
-  let assemblyFormat = "$cache `[` $layer `]` $part attr-dict `:` type($cache) `->` type($result)";
+  let assemblyFormat = "$cache `[` $layer `]` $part attr-dict `:` qualified(type($cache)) `->` type($result)";
 }
 
 def Glm_IndexerScoreOp : Glm_Op<"indexer_score", [MemoryEffects<[MemRead]>]> {
@@ -210,7 +210,7 @@ def Glm_IndexerScoreOp : Glm_Op<"indexer_score", [MemoryEffects<[MemRead]>]> {
                        Glm_F32Tensor:$head_weights, Glm_I32Tensor:$positions, F32Attr:$scale);
   let results = (outs Glm_F32Tensor:$scores);
   let assemblyFormat = [{
-    $cache `[` $layer `]` `,` $query `,` $head_weights `,` $positions attr-dict `:` type($cache)
+    $cache `[` $layer `]` `,` $query `,` $head_weights `,` $positions attr-dict `:` qualified(type($cache))
     `,` type($query) `,` type($head_weights) `,` type($positions) `->` type($scores)
   }];
 }
@@ -277,7 +277,7 @@ def Glm_SparseMLAOp : Glm_Op<"sparse_mla", [MemoryEffects<[MemRead]>]> {
                        Glm_MLADimsAttr:$dims);
   let results = (outs Glm_F32Tensor:$output, Glm_F32Tensor:$lse);
   let assemblyFormat = [{
-    $cache `[` $layer `]` `,` $q_latent `,` $q_rope `,` $indices attr-dict `:` type($cache) `,`
+    $cache `[` $layer `]` `,` $q_latent `,` $q_rope `,` $indices attr-dict `:` qualified(type($cache)) `,`
     type($q_latent) `,` type($q_rope) `,` type($indices) `->` type($output) `,` type($lse)
   }];
 }

@@ -3,7 +3,8 @@
 valid one (a tensor removed, a shape changed, a key rewritten) and hostile ones (bytes patched,
 truncated), and write small seed files for the fuzzer. Standard library only.
 
-  gguf_tool.py mutate IN OUT [--drop-tensor N] [--set-shape N d0,d1,..] [--set-str KEY VALUE]
+  gguf_tool.py mutate IN OUT [--drop-tensor N] [--set-shape N d0,d1,..] [--set-type N TYPE_ID]
+                             [--set-str KEY VALUE] [--drop-key KEY]
   gguf_tool.py hostile CASE IN OUT      (CASE: see HOSTILE below)
   gguf_tool.py seeds DIR FROM.gguf      (writes the fuzzer's seed corpus; glm-dsa keys from FROM)
 """
@@ -13,7 +14,7 @@ import sys
 FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B", 10: "<Q",
          11: "<q", 12: "<d"}
 BLOCK = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
-         10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+         10: (256, 84), 11: (256, 110), 16: (256, 66), 12: (256, 144), 13: (256, 176), 14: (256, 210),
          20: (32, 18), 23: (256, 136), 30: (1, 2)}
 
 
@@ -136,6 +137,12 @@ def mutate(args):
             for t in tensors:
                 if t["name"] == ops[i + 1]:
                     t["dims"] = dims
+                    blobs[t["name"]] = b"\0" * nbytes(t)
+            i += 3
+        elif op == "--set-type":
+            for t in tensors:
+                if t["name"] == ops[i + 1]:
+                    t["type"] = int(ops[i + 2])
                     blobs[t["name"]] = b"\0" * nbytes(t)
             i += 3
         elif op == "--set-str":
