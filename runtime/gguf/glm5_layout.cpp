@@ -120,6 +120,41 @@ StatusOr<Glm5Config> readGlm5Config(const GgufFile &file) {
     if (c.*k.field == 0 && k.field != &Glm5Config::leadingDense &&
         k.field != &Glm5Config::nextnLayers && k.field != &Glm5Config::sharedExperts)
       return mismatch(file, strFormat("key '%s' is 0", key(k.suffix).c_str()));
+  if (c.qkNopeDim == 0 || c.vHeadDim == 0)
+    return mismatch(file, "attention.key_length_mla and value_length_mla must leave positive "
+                          "nope and v head dims");
+  // Plausibility limits: far above GLM-5's values, low enough that the tensor table and every
+  // size derived from the config stay small and overflow-free whatever the file claims.
+  struct Limit {
+    const char *suffix;
+    uint32_t value, max;
+  } limits[] = {{"block_count", c.blockCount, 4096},
+                {"expert_count", c.experts, 1u << 16},
+                {"vocab_size", c.vocab, 1u << 24},
+                {"attention.head_count", c.heads, 1u << 12},
+                {"attention.indexer.head_count", c.indexerHeads, 1u << 12},
+                {"embedding_length", c.hidden, 1u << 18},
+                {"feed_forward_length", c.denseFfn, 1u << 20},
+                {"expert_feed_forward_length", c.expertFfn, 1u << 20},
+                {"attention.q_lora_rank", c.qLoraRank, 1u << 18},
+                {"attention.kv_lora_rank", c.kvLoraRank, 1u << 16},
+                {"attention.key_length_mla", c.qkNopeDim + c.qkRopeDim, 1u << 16},
+                {"attention.value_length_mla", c.vHeadDim, 1u << 16},
+                {"attention.indexer.key_length", c.indexerHeadDim, 1u << 16}};
+  for (const Limit &l : limits)
+    if (l.value > l.max)
+      return mismatch(file, strFormat("key '%s' is %u, beyond the plausible limit %u",
+                                      key(l.suffix).c_str(), l.value, l.max));
+  struct {
+    const char *suffix;
+    float value;
+  } positive[] = {{"attention.layer_norm_rms_epsilon", c.rmsEps},
+                  {"rope.freq_base", c.ropeTheta},
+                  {"expert_weights_scale", c.expertWeightsScale}};
+  for (auto &p : positive)
+    if (!(p.value > 0) || p.value > 1e30f)
+      return mismatch(file, strFormat("key '%s' is %g, expected a positive finite number",
+                                      key(p.suffix).c_str(), p.value));
   return c;
 }
 

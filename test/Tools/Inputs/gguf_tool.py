@@ -4,7 +4,7 @@ valid one (a tensor removed, a shape changed, a key rewritten) and hostile ones 
 truncated), and write small seed files for the fuzzer. Standard library only.
 
   gguf_tool.py mutate IN OUT [--drop-tensor N] [--set-shape N d0,d1,..] [--set-type N TYPE_ID]
-                             [--set-str KEY VALUE] [--drop-key KEY]
+                             [--set-str KEY VALUE] [--set-num KEY VALUE] [--drop-key KEY]
   gguf_tool.py hostile CASE IN OUT      (CASE: see HOSTILE below)
   gguf_tool.py seeds DIR FROM.gguf      (writes the fuzzer's seed corpus; glm-dsa keys from FROM)
 """
@@ -149,6 +149,11 @@ def mutate(args):
             for kv in kvs:
                 if kv["key"] == ops[i + 1]:
                     kv["value"] = ops[i + 2]
+            i += 3
+        elif op == "--set-num":
+            for kv in kvs:
+                if kv["key"] == ops[i + 1]:
+                    kv["value"] = float(ops[i + 2]) if kv["type"] in (6, 12) else int(ops[i + 2])
             i += 3
         elif op == "--drop-key":
             kvs = [kv for kv in kvs if kv["key"] != ops[i + 1]]
