@@ -67,6 +67,15 @@ int64_t lastDim(RankedTensorType t) { return t.getDimSize(t.getRank() - 1); }
 
 RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+// I64Attr getters return uint64_t: a negative layer in the IR reads as a huge value.
+LogicalResult checkLayer(Operation *op, uint64_t layer, KVCacheType cache) {
+  int64_t l = static_cast<int64_t>(layer);
+  if (l < 0 || l >= cache.getLayers())
+    return op->emitOpError() << "layer " << l << " of a cache of " << cache.getLayers()
+                             << " layers";
+  return success();
+}
+
 // A norm's weight (and bias) is a vector as wide as the normalized rows.
 LogicalResult checkNorm(Operation *op, RankedTensorType t, GgufTensorAttr weight,
                         GgufTensorAttr bias, const APFloat &eps) {
@@ -105,20 +114,22 @@ LogicalResult checkSwiGLUWeights(Operation *op, int64_t hidden, GgufTensorAttr g
   return checkWeight(op, "down", down, downShape);
 }
 
-LogicalResult checkGate(Operation *op, int64_t experts, GgufTensorAttr bias, uint64_t topK,
-                        const APFloat &scale, RankedTensorType weights,
+LogicalResult checkGate(Operation *op, int64_t experts, GgufTensorAttr bias, uint64_t topKAttr,
+                        const APFloat &scale, RankedTensorType input, RankedTensorType weights,
                         RankedTensorType ids) {
   if (failed(checkWeight(op, "bias", bias, {experts})))
     return failure();
-  if (topK == 0 || static_cast<int64_t>(topK) > experts)
+  int64_t topK = static_cast<int64_t>(topKAttr);
+  if (topK <= 0 || topK > experts)
     return op->emitOpError() << "top_k " << topK << " must be in 1.." << experts;
   if (!scale.isFiniteNonZero() || scale.isNegative())
     return op->emitOpError() << "scale must be positive";
-  if (weights.getRank() != 2 || ids.getRank() != 2 ||
-      weights.getDimSize(1) != static_cast<int64_t>(topK) ||
-      ids.getDimSize(1) != static_cast<int64_t>(topK))
+  if (weights.getRank() != 2 || ids.getRank() != 2 || weights.getDimSize(1) != topK ||
+      ids.getDimSize(1) != topK)
     return op->emitOpError() << "results must be [tokens, " << topK << "], got " << weights
                              << " and " << ids;
+  if (failed(checkSameTokens(op, input, weights)) || failed(checkSameTokens(op, input, ids)))
+    return failure();
   return success();
 }
 
@@ -205,9 +216,8 @@ LogicalResult RopeOp::verify() {
 
 template <typename AppendOp> static LogicalResult verifyAppend(AppendOp op) {
   KVCacheType cache = op.getCache().getType();
-  if (static_cast<int64_t>(op.getLayer()) >= cache.getLayers())
-    return op.emitOpError() << "layer " << op.getLayer() << " of a cache of "
-                            << cache.getLayers() << " layers";
+  if (failed(checkLayer(op, op.getLayer(), cache)))
+    return failure();
   RankedTensorType latent = rt(op.getLatent());
   if (failed(checkPositions(op, op.getPositions(), latent)))
     return failure();
@@ -245,9 +255,8 @@ LogicalResult RopeCacheAppendOp::verify() {
 
 LogicalResult CacheReadOp::verify() {
   KVCacheType cache = getCache().getType();
-  if (static_cast<int64_t>(getLayer()) >= cache.getLayers())
-    return emitOpError() << "layer " << getLayer() << " of a cache of " << cache.getLayers()
-                         << " layers";
+  if (failed(checkLayer(*this, getLayer(), cache)))
+    return failure();
   int64_t width = getPart() == CachePart::Latent ? cache.getLatent()
                   : getPart() == CachePart::Rope ? cache.getRope()
                                                  : cache.getIndexDim();
@@ -262,9 +271,8 @@ LogicalResult CacheReadOp::verify() {
 
 LogicalResult IndexerScoreOp::verify() {
   KVCacheType cache = getCache().getType();
-  if (static_cast<int64_t>(getLayer()) >= cache.getLayers())
-    return emitOpError() << "layer " << getLayer() << " of a cache of " << cache.getLayers()
-                         << " layers";
+  if (failed(checkLayer(*this, getLayer(), cache)))
+    return failure();
   RankedTensorType q = rt(getQuery()), w = rt(getHeadWeights()), s = rt(getScores());
   if (failed(checkActivation(*this, "query", q, 3, 3)) ||
       failed(checkActivation(*this, "head weights", w, 2, 2)) ||
@@ -276,21 +284,23 @@ LogicalResult IndexerScoreOp::verify() {
   if (w.getDimSize(1) != q.getDimSize(1))
     return emitOpError() << "head weights for " << w.getDimSize(1) << " heads, query has "
                          << q.getDimSize(1);
-  if (s.getRank() != 2 || failed(checkSameTokens(*this, q, s)))
+  if (s.getRank() != 2)
     return emitOpError() << "scores must be [tokens, cached positions], got " << s;
-  return success();
+  return checkSameTokens(*this, q, s);
 }
 
 LogicalResult TopKOp::verify() {
   RankedTensorType s = rt(getScores()), idx = rt(getIndices());
-  if (s.getRank() != 2 || failed(checkPositions(*this, getPositions(), s)))
+  if (s.getRank() != 2)
     return emitOpError() << "scores must be [tokens, cached positions], got " << s;
-  if (getK() == 0)
+  if (failed(checkPositions(*this, getPositions(), s)))
+    return failure();
+  int64_t k = static_cast<int64_t>(getK());
+  if (k <= 0)
     return emitOpError() << "k must be positive";
-  if (idx.getRank() != 2 || idx.getDimSize(1) != static_cast<int64_t>(getK()) ||
-      failed(checkSameTokens(*this, s, idx)))
-    return emitOpError() << "indices must be [tokens, " << getK() << "], got " << idx;
-  return success();
+  if (idx.getRank() != 2 || idx.getDimSize(1) != k)
+    return emitOpError() << "indices must be [tokens, " << k << "], got " << idx;
+  return checkSameTokens(*this, s, idx);
 }
 
 LogicalResult AttentionOp::verify() {
@@ -310,20 +320,21 @@ LogicalResult AttentionOp::verify() {
                          << lastDim(kn) << " + " << lastDim(kr);
   if (lastDim(o) != lastDim(v))
     return emitOpError() << "result heads are " << lastDim(o) << " wide, values " << lastDim(v);
+  if (idx.getRank() != 2)
+    return emitOpError() << "indices must be [tokens, k], got " << idx;
   if (failed(checkSameTokens(*this, kn, kr)) || failed(checkSameTokens(*this, kn, v)) ||
       failed(checkSameTokens(*this, q, o)) || failed(checkSameTokens(*this, q, idx)))
     return failure();
-  if (idx.getRank() != 2)
-    return emitOpError() << "indices must be [tokens, k], got " << idx;
+  if (!getScale().isFiniteNonZero() || getScale().isNegative())
+    return emitOpError() << "scale must be positive";
   return success();
 }
 
 LogicalResult SparseMLAOp::verify() {
   KVCacheType cache = getCache().getType();
   MLADimsAttr dims = getDims();
-  if (static_cast<int64_t>(getLayer()) >= cache.getLayers())
-    return emitOpError() << "layer " << getLayer() << " of a cache of " << cache.getLayers()
-                         << " layers";
+  if (failed(checkLayer(*this, getLayer(), cache)))
+    return failure();
   if (dims.getKvLora() != cache.getLatent() || dims.getRope() != cache.getRope())
     return emitOpError() << "dims " << dims << " do not match the cache " << cache;
   RankedTensorType ql = rt(getQLatent()), qr = rt(getQRope()), idx = rt(getIndices()),
@@ -341,9 +352,11 @@ LogicalResult SparseMLAOp::verify() {
     return emitOpError() << "q_latent, q_rope, output and lse must have " << heads << " heads";
   if (o.getShape() != ql.getShape())
     return emitOpError() << "output " << o << " must have the shape of q_latent " << ql;
-  if (idx.getRank() != 2 || failed(checkSameTokens(*this, ql, idx)) ||
-      failed(checkSameTokens(*this, ql, lse)) || failed(checkSameTokens(*this, ql, qr)))
+  if (idx.getRank() != 2)
     return emitOpError() << "indices must be [tokens, k], got " << idx;
+  if (failed(checkSameTokens(*this, ql, idx)) || failed(checkSameTokens(*this, ql, lse)) ||
+      failed(checkSameTokens(*this, ql, qr)))
+    return failure();
   if (!getScale().isFiniteNonZero() || getScale().isNegative())
     return emitOpError() << "scale must be positive";
   return success();
@@ -353,7 +366,7 @@ LogicalResult MoEGateOp::verify() {
   RankedTensorType l = rt(getLogits());
   if (failed(checkActivation(*this, "logits", l, 2, 2)))
     return failure();
-  return checkGate(*this, lastDim(l), getBias(), getTopK(), getScale(), rt(getWeights()),
+  return checkGate(*this, lastDim(l), getBias(), getTopK(), getScale(), l, rt(getWeights()),
                    rt(getExperts()));
 }
 
@@ -365,18 +378,22 @@ LogicalResult MoERouterOp::verify() {
   if (w.size() != 2 || w[0] != lastDim(x))
     return emitOpError() << "weight '" << getWeight().getName() << "' has shape " << shapeStr(w)
                          << ", expected [" << lastDim(x) << ", experts]";
-  return checkGate(*this, w[1], getBias(), getTopK(), getScale(), rt(getWeights()),
+  return checkGate(*this, w[1], getBias(), getTopK(), getScale(), x, rt(getWeights()),
                    rt(getExperts()));
 }
 
 LogicalResult MoEExpertsOp::verify() {
   RankedTensorType x = rt(getInput()), w = rt(getWeights()), ids = rt(getExperts()),
                    y = rt(getResult());
-  if (failed(checkActivation(*this, "input", x, 2, 2)) || x != y)
+  if (failed(checkActivation(*this, "input", x, 2, 2)))
+    return failure();
+  if (x != y)
     return emitOpError() << "input and result must be the same [tokens, hidden] type";
-  if (w.getRank() != 2 || w.getShape() != ids.getShape() || failed(checkSameTokens(*this, x, w)))
-    return emitOpError() << "weights and experts must both be [tokens, k], got " << w << " and "
-                         << ids;
+  if (w.getRank() != 2 || w.getShape() != ids.getShape() || w.isDynamicDim(1))
+    return emitOpError() << "weights and experts must both be [tokens, k] with a static k, got "
+                         << w << " and " << ids;
+  if (failed(checkSameTokens(*this, x, w)))
+    return failure();
   ArrayRef<int64_t> g = getGate().getShape();
   if (g.size() != 3)
     return emitOpError() << "gate '" << getGate().getName()
