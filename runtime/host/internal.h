@@ -38,11 +38,11 @@ template <typename Fn> Status forBlocks(uint64_t n, uint64_t block, uint64_t wor
   });
 }
 
-// y[t][r] = W[r0 + r] . x[t] for rows r in [0, n) of an already checked weight whose rows have K
-// elements; x [T, K], y [T, n]. The weight is dequantized one row at a time and each row is used
+// y[t * ldy + r] = W[r0 + r] . x[t] for rows r in [0, n) of an already checked weight whose rows
+// have K elements; x is [T, K]. The weight is dequantized one row at a time and each row is used
 // for every token.
 Status matmulRows(const float *x, int64_t T, int64_t K, const Weight &W, uint64_t r0, uint64_t n,
-                  float *y);
+                  float *y, int64_t ldy);
 
 // The 2-dim view of rows [r0, r0 + rows) of `w` (ne0 kept): how an expert or a head is sliced out
 // of a stacked tensor. `w` must have passed checkWeight.

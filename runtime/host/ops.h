@@ -149,8 +149,8 @@ Status causalAll(const int32_t *positions, int64_t T, int32_t *out, int64_t widt
 // s in indices[t]; slots of -1 (or any value outside [0, C)) are skipped. Scores and softmax in
 // double. A row with no valid index gives zeros. o is [T, H, dv].
 void attention(const float *q, const float *kNope, const float *kRope, const float *v, int64_t T,
-               int64_t C, int64_t H, int64_t nope, int64_t rope, int64_t dv,
-               const int32_t *indices, int64_t K, float scale, float *o);
+               int64_t C, int64_t H, int64_t nope, int64_t rope, int64_t dv, const int32_t *indices,
+               int64_t K, float scale, float *o);
 
 // Absorbed sparse MLA (glm.sparse_mla): qLat [T, H, L], qRope [T, H, R], latent [C, L],
 // ropeKey [C, R]; score_s = scale * (qLat . latent[s] + qRope . ropeKey[s]) over the s in

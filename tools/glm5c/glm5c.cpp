@@ -1,6 +1,10 @@
 // glm5c: the compiler driver. `glm5c import model.gguf [-o out.mlir]` prints the glm dialect
 // module of a GGUF (header only). A thin main over compiler/import; compile and explain join it
 // with codegen.
+#include "codegen/kernels/EmbeddedKernels.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "codegen/registry/SparseMla.h"
+#include "codegen/target/Target.h"
 #include "compiler/import/Importer.h"
 #include "dialects/glm/Transforms/Passes.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -14,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -23,7 +28,12 @@ const char *kUsage =
     "usage:\n"
     "  glm5c import MODEL.gguf [-o OUT.mlir] [--pipeline] [--locations] [--timing]\n"
     "      prints the glm dialect module (prefill and decode) of a glm-dsa GGUF; --pipeline runs\n"
-    "      the canonical graph pipeline (glm-pipeline) on it first\n";
+    "      the canonical graph pipeline (glm-pipeline) on it first\n"
+    "  glm5c kernel sparse_mla_decode --target T [--run-on ARCH] [--emit source|ptx|log]\n"
+    "                                 [--max-smem BYTES]\n"
+    "      selects the kernel variant and tiles for target T (sm_120a, sm_120, sm_90a, sm_90)\n"
+    "      and prints its CUDA source, or compiles it with NVRTC for ARCH (default: T) and\n"
+    "      prints the PTX or NVRTC's log (ptxas resource usage)\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -125,6 +135,79 @@ int cmdImport(int argc, char **argv) {
   return 0;
 }
 
+int cmdKernel(int argc, char **argv) {
+  std::string kernel, target, runOn, emit = "log";
+  long long maxSmem = 0;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--max-smem" && i + 1 < argc)
+      maxSmem = std::atoll(argv[++i]);
+    else if (a == "--target" && i + 1 < argc)
+      target = argv[++i];
+    else if (a == "--run-on" && i + 1 < argc)
+      runOn = argv[++i];
+    else if (a == "--emit" && i + 1 < argc)
+      emit = argv[++i];
+    else if (kernel.empty() && !a.empty() && a[0] != '-')
+      kernel = a;
+    else
+      return usage("kernel: unexpected argument '" + a + "'");
+  }
+  using namespace glm5c::codegen;
+  if (kernel != "sparse_mla_decode")
+    return usage("kernel: known kernels: sparse_mla_decode");
+  const Target *tiles = findTarget(target);
+  if (!tiles)
+    return usage("kernel: unknown --target '" + target + "' (known: " + targetNames() + ")");
+  const Target *code = runOn.empty() ? tiles : findTarget(runOn);
+  if (!code)
+    return usage("kernel: unknown --run-on '" + runOn + "' (known: " + targetNames() + ")");
+  std::string why = checkEmulation(*tiles, *code);
+  if (!why.empty()) {
+    llvm::errs() << "glm5c: error: cannot run " << tiles->name << " tiles on " << code->name
+                 << ": " << why << "\n";
+    return 1;
+  }
+  // --max-smem: the same target with less shared memory per block (what-if, and tests).
+  Target limited = *tiles;
+  if (maxSmem > 0)
+    limited.maxSharedPerBlock = maxSmem;
+  tiles = &limited;
+  auto cfg = selectSparseMlaDecode(*tiles, MlaShape{});
+  if (!cfg.isOk()) {
+    llvm::errs() << "glm5c: error: " << cfg.status().message() << "\n";
+    return 1;
+  }
+  KernelSource src;
+  src.name = cfg->variant;
+  src.source = sparseMlaDecodeSource(*cfg);
+  src.headers = embeddedKernelFiles();
+  src.arch = code->name;
+  if (emit == "source") {
+    llvm::outs() << "// variant " << cfg->variant << " for " << tiles->name << " tiles, "
+                 << cfg->dynamicSmem << " B dynamic shared memory, " << cfg->threads
+                 << " threads\n"
+                 << src.source;
+    return 0;
+  }
+  if (emit != "ptx" && emit != "log")
+    return usage("kernel: --emit takes source, ptx or log");
+  NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
+  auto compiled = nvrtc.compile(src);
+  if (!compiled.isOk()) {
+    llvm::errs() << "glm5c: error: " << compiled.status().message() << "\n";
+    return 1;
+  }
+  if (emit == "ptx")
+    llvm::outs() << compiled->ptx;
+  else
+    llvm::outs() << "variant " << cfg->variant << " tiles " << tiles->name << " code "
+                 << code->name << " dynamic_smem " << cfg->dynamicSmem << " max_smem "
+                 << tiles->maxSharedPerBlock << "\n"
+                 << compiled->log;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -133,6 +216,8 @@ int main(int argc, char **argv) {
   std::string cmd = argv[1];
   if (cmd == "import")
     return cmdImport(argc - 2, argv + 2);
+  if (cmd == "kernel")
+    return cmdKernel(argc - 2, argv + 2);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     llvm::outs() << kUsage;
     return 0;

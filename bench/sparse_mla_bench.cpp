@@ -1,0 +1,301 @@
+// Sparse-MLA decode on the GPU: correctness against the host reference (runtime/host) and timing
+// at the shapes of docs/kernels.md (heads 8/16/64 x batch 1/8/32/128, top-k 2048, context 8192,
+// bf16 cache), for the tile configurations of each target compiled for the device's own arch
+// (sm_120a tiles run on an H200 as sm_90 code). CUDA-graph replay, median of many replays,
+// inputs rotated so small shapes do not run out of L2.
+//
+// usage: glm5c-bench-sparse-mla [--check-only] [--tiles sm_120a,sm_90] [--reps N]
+#include "codegen/kernels/EmbeddedKernels.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "codegen/registry/SparseMla.h"
+#include "runtime/cuda/Driver.h"
+#include "runtime/host/ops.h"
+#include "runtime/support/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace glm5c::codegen;
+using glm5rt::Status;
+namespace cu = glm5rt::cuda;
+
+namespace {
+
+#define CHECK_OK(expr)                                                                             \
+  do {                                                                                             \
+    Status s_ = (expr);                                                                            \
+    if (!s_.isOk()) {                                                                              \
+      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                  \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
+};
+
+struct Kernel {
+  SparseMlaDecodeConfig cfg;
+  const Target *tiles;
+  cu::Function decode, combine;
+};
+
+Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
+             const NvrtcCompiler &nvrtc) {
+  auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
+  CHECK_OK(cfg.status());
+  KernelSource src;
+  src.name = cfg->variant + "_" + tiles.name;
+  src.source = sparseMlaDecodeSource(*cfg);
+  src.headers = embeddedKernelFiles();
+  src.arch = codeArch;
+  auto compiled = nvrtc.compile(src);
+  CHECK_OK(compiled.status());
+  std::string res;
+  for (size_t p = compiled->log.find("Used"); p != std::string::npos;
+       p = compiled->log.find("Used", p + 1))
+    res += "    " + compiled->log.substr(p, compiled->log.find('\n', p) - p) + "\n";
+  std::printf("%s tiles (%s): compiled as %s, %d B dynamic shared memory%s\n%s", tiles.name,
+              cfg->variant.c_str(), codeArch.c_str(), static_cast<int>(cfg->dynamicSmem),
+              compiled->fromCache ? " (cache)" : "", res.c_str());
+  cu::Module mod;
+  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
+  Kernel k{*cfg, &tiles, nullptr, nullptr};
+  CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
+  CHECK_OK(drv.getFunction(mod, "sparse_mla_combine", &k.combine));
+  CHECK_OK(drv.setMaxDynamicSmem(k.decode, static_cast<int>(cfg->dynamicSmem), src.name));
+  return k;
+}
+
+// One problem instance on the device: inputs, partial buffers, outputs.
+struct Problem {
+  int B, H, ctx, splits;
+  std::vector<uint16_t> q, kv;
+  std::vector<int32_t> idx;
+  cu::DevicePtr dq = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
+};
+
+void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
+  const int D = 576, topk = 2048;
+  Rng rng{seed * 0x9e3779b97f4a7c15ull + 1};
+  p.q.resize(size_t(p.B) * p.H * D);
+  p.kv.resize(size_t(p.B) * p.ctx * D);
+  for (auto &v : p.q)
+    v = glm5rt::floatToBf16(rng.uniform());
+  for (auto &v : p.kv)
+    v = glm5rt::floatToBf16(rng.uniform());
+  p.idx.assign(size_t(p.B) * topk, -1);
+  std::vector<int32_t> perm(p.ctx);
+  for (int b = 0; b < p.B; ++b) {
+    for (int i = 0; i < p.ctx; ++i)
+      perm[i] = i;
+    int n = std::min(topk, p.ctx);
+    for (int i = 0; i < n; ++i) {
+      std::swap(perm[i], perm[i + rng.next() % (p.ctx - i)]);
+      // `holes`: some -1 and out-of-range slots, as a short context or a bad index would give.
+      bool hole = holes && rng.next() % 7 == 0;
+      p.idx[size_t(b) * topk + i] = hole ? (rng.next() % 2 ? -1 : 1 << 30) : b * p.ctx + perm[i];
+    }
+  }
+  auto upload = [&](cu::DevicePtr *d, const void *src, size_t bytes, const char *what) {
+    CHECK_OK(drv.malloc(d, bytes, what));
+    CHECK_OK(drv.copyToDevice(*d, src, bytes));
+  };
+  upload(&p.dq, p.q.data(), p.q.size() * 2, "q");
+  upload(&p.dkv, p.kv.data(), p.kv.size() * 2, "kv");
+  upload(&p.didx, p.idx.data(), p.idx.size() * 4, "indices");
+  CHECK_OK(drv.malloc(&p.dopart, size_t(p.B) * p.H * p.splits * 512 * 4, "o_part"));
+  CHECK_OK(drv.malloc(&p.dlpart, size_t(p.B) * p.H * p.splits * 4, "lse_part"));
+  CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 4, "out"));
+  CHECK_OK(drv.malloc(&p.dlse, size_t(p.B) * p.H * 4, "lse"));
+}
+
+void freeProblem(cu::Driver &drv, Problem &p) {
+  for (cu::DevicePtr d : {p.dq, p.dkv, p.didx, p.dopart, p.dlpart, p.dout, p.dlse})
+    (void)drv.free(d);
+}
+
+void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
+  const int topk = 2048;
+  int groups = (p.H + 15) / 16;
+  int perSplit = (topk + p.splits - 1) / p.splits;
+  perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
+  int slots = p.B * p.ctx;
+  float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
+  void *args[] = {&p.dq, &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.H, &slots, &p.splits,
+                  &perSplit, &scaleLog2};
+  CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, 128, 1, 1,
+                      static_cast<unsigned>(k.cfg.dynamicSmem), s, args, "sparse_mla_decode"));
+  void *cargs[] = {&p.dopart, &p.dlpart, &p.dout, &p.dlse, &p.splits};
+  CHECK_OK(drv.launch(k.combine, p.B * p.H, 1, 1, 128, 1, 1, 0, s, cargs, "sparse_mla_combine"));
+}
+
+// Relative errors of the output and the LSE against the host reference.
+std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
+  const int D = 576, L = 512, R = 64, topk = 2048;
+  CHECK_OK(drv.memsetD8(p.dout, 0xff, size_t(p.B) * p.H * L * 4)); // poison: NaN
+  CHECK_OK(drv.memsetD8(p.dlse, 0xff, size_t(p.B) * p.H * 4));
+  launch(drv, k, p, s);
+  CHECK_OK(drv.synchronize(s));
+  std::vector<float> out(size_t(p.B) * p.H * L), lse(size_t(p.B) * p.H);
+  CHECK_OK(drv.copyToHost(out.data(), p.dout, out.size() * 4));
+  CHECK_OK(drv.copyToHost(lse.data(), p.dlse, lse.size() * 4));
+  size_t slots = size_t(p.B) * p.ctx;
+  std::vector<float> latent(slots * L), rope(slots * R);
+  for (size_t i = 0; i < slots; ++i)
+    for (int c = 0; c < D; ++c) {
+      float v = glm5rt::bf16ToFloat(p.kv[i * D + c]);
+      (c < L ? latent[i * L + c] : rope[i * R + c - L]) = v;
+    }
+  double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
+  std::vector<float> qLat(size_t(p.H) * L), qRope(size_t(p.H) * R), ref(size_t(p.H) * L),
+      refLse(p.H);
+  std::vector<int32_t> idx(topk);
+  for (int b = 0; b < p.B; ++b) {
+    for (int h = 0; h < p.H; ++h)
+      for (int c = 0; c < D; ++c) {
+        float v = glm5rt::bf16ToFloat(p.q[(size_t(b) * p.H + h) * D + c]);
+        (c < L ? qLat[size_t(h) * L + c] : qRope[size_t(h) * R + c - L]) = v;
+      }
+    for (int i = 0; i < topk; ++i) {
+      int32_t v = p.idx[size_t(b) * topk + i];
+      idx[i] = v >= 0 && size_t(v) < slots ? v : -1; // the kernel skips out-of-range slots
+    }
+    glm5rt::host::sparseMla(qLat.data(), qRope.data(), 1, p.H, L, R, latent.data(), rope.data(),
+                            static_cast<int64_t>(slots), idx.data(), topk, 1.0f / 16.0f,
+                            ref.data(), refLse.data());
+    for (int h = 0; h < p.H; ++h) {
+      for (int c = 0; c < L; ++c) {
+        double o = out[(size_t(b) * p.H + h) * L + c], r = ref[size_t(h) * L + c];
+        e2 += std::isnan(o) ? 1e30 : (o - r) * (o - r);
+        r2 += r * r;
+      }
+      double o = lse[size_t(b) * p.H + h], r = refLse[h];
+      le2 += std::isnan(o) ? 1e30 : (o - r) * (o - r);
+      lr2 += r * r;
+    }
+  }
+  return {std::sqrt(e2 / r2), std::sqrt(le2 / lr2)};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool checkOnly = false;
+  int reps = 50;
+  std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--check-only")
+      checkOnly = true;
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--tiles" && i + 1 < argc) {
+      tileNames.clear();
+      std::string list = argv[++i];
+      for (size_t p = 0; p <= list.size();) {
+        size_t c = list.find(',', p);
+        tileNames.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        p = c == std::string::npos ? list.size() + 1 : c + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N]\n", argv[0]);
+      return 2;
+    }
+  }
+  auto drvOr = cu::Driver::get(0);
+  CHECK_OK(drvOr.status());
+  cu::Driver &drv = **drvOr;
+  const cu::DeviceInfo &dev = drv.info();
+  std::string codeArch = "sm_" + std::to_string(dev.major * 10 + dev.minor);
+  std::printf("device: %s (%s, %d SMs, %d B shared memory per block)\n", dev.name.c_str(),
+              codeArch.c_str(), dev.smCount, dev.maxSharedOptin);
+  NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
+  cu::Stream stream;
+  CHECK_OK(drv.streamCreate(&stream));
+  const Target *devTarget = findTarget(codeArch);
+  bool failed = false;
+
+  for (const std::string &tn : tileNames) {
+    const Target *tiles = findTarget(tn);
+    if (!tiles) {
+      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(), targetNames().c_str());
+      return 2;
+    }
+    Kernel k = build(drv, *tiles, codeArch, nvrtc);
+    // Correctness: holes in the index lists, head counts that do not fill a group, 1..many splits.
+    struct Case { int B, H, ctx, splits; } cases[] = {{1, 8, 4096, 1}, {2, 16, 3000, 5}, {3, 64, 8192, 16},
+                                                   {2, 20, 2048, 64}, {1, 8, 100, 3}};
+    for (const Case &c : cases) {
+      Problem p{c.B, c.H, c.ctx, c.splits};
+      makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
+      auto [eo, el] = check(drv, k, p, stream);
+      bool ok = eo <= 1e-2 && el <= 1e-2;
+      failed |= !ok;
+      std::printf("  check %-8s B=%d H=%-2d ctx=%-5d splits=%-2d  rel err out %.2e lse %.2e  %s\n",
+                  tn.c_str(), c.B, c.H, c.ctx, c.splits, eo, el, ok ? "ok" : "FAILED");
+      freeProblem(drv, p);
+    }
+    if (checkOnly)
+      continue;
+
+    std::printf("\n  %-8s %3s %4s %6s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits", "us", "GB/s",
+                "% bw", "TFLOP/s");
+    for (int H : {8, 16, 64})
+      for (int B : {1, 8, 32, 128}) {
+        const int ctx = 8192, topk = 2048;
+        int splits = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
+        double kvBytes = double(B) * ctx * 1152;
+        int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
+        std::vector<Problem> ps(sets, Problem{B, H, ctx, splits});
+        for (int s = 0; s < sets; ++s)
+          makeProblem(drv, ps[s], 1000 + s, false);
+        auto [eo, el] = check(drv, k, ps[0], stream);
+        bool ok = eo <= 1e-2 && el <= 1e-2;
+        failed |= !ok;
+        CHECK_OK(drv.beginCapture(stream));
+        for (Problem &p : ps)
+          launch(drv, k, p, stream);
+        cu::Graph graph;
+        cu::GraphExec exec;
+        CHECK_OK(drv.endCapture(stream, &graph));
+        CHECK_OK(drv.instantiate(&exec, graph));
+        cu::Event e0, e1;
+        CHECK_OK(drv.eventCreate(&e0));
+        CHECK_OK(drv.eventCreate(&e1));
+        for (int w = 0; w < 3; ++w)
+          CHECK_OK(drv.graphLaunch(exec, stream));
+        std::vector<float> times;
+        for (int r = 0; r < reps; ++r) {
+          CHECK_OK(drv.eventRecord(e0, stream));
+          CHECK_OK(drv.graphLaunch(exec, stream));
+          CHECK_OK(drv.eventRecord(e1, stream));
+          CHECK_OK(drv.synchronize(stream));
+          float ms;
+          CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
+          times.push_back(ms * 1000.f / sets);
+        }
+        std::sort(times.begin(), times.end());
+        double us = times[times.size() / 2];
+        double bytes = double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
+        double flops = 2.0 * B * H * topk * (576 + 512);
+        std::printf("  %-8s %3d %4d %6d %9.1f %9.0f %7.1f %9.1f%s\n", tn.c_str(), H, B, splits, us,
+                    bytes / us / 1e3, 100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
+                    ok ? "" : "  (check FAILED)");
+        for (Problem &p : ps)
+          freeProblem(drv, p);
+      }
+  }
+  return failed ? 1 : 0;
+}

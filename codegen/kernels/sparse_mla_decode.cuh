@@ -1,0 +1,287 @@
+// Sparse MLA decode, absorbed form (docs/model.md "Naive and absorbed attention"; design notes in
+// docs/kernels.md "Sparse MLA decode").
+//
+// One CTA per (request b, group of HEADS heads, split of the top-k range). The CTA walks its
+// split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
+// STAGES-deep shared-memory ring; each row (latent 512 + rope 64, bf16) is read once and serves
+// both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
+// softmax in fp32 (log2 domain). The split writes its normalized partial output and its
+// log-sum-exp; sparse_mla_combine merges the splits.
+//
+// Warp roles (4 warps): for S, warp w owns TILE_N/4 tokens of the tile; for P V, warp w owns
+// output columns [128 w, 128 w + 128). Row statistics cross warps through shared memory.
+//
+// Instantiation constants (defined before this file by the code generator):
+//   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
+//   GLM_STAGES (>= 2), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK.
+#pragma once
+#include "common.cuh"
+
+#define GLM_D (GLM_D_LATENT + GLM_D_ROPE)
+// Shared-memory row stride in bf16: 16 bytes of padding make the 8 rows an ldmatrix reads start
+// in 8 different bank groups.
+#define GLM_ROW (GLM_D + 8)
+#define GLM_P_ROW (GLM_TILE_N + 8)
+#define GLM_WARPS 4
+#define GLM_THREADS (GLM_WARPS * 32)
+#define GLM_S_TOKENS_PER_WARP (GLM_TILE_N / GLM_WARPS)
+#define GLM_S_NTILES (GLM_S_TOKENS_PER_WARP / 8)
+#define GLM_O_COLS_PER_WARP (GLM_D_LATENT / GLM_WARPS)
+#define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)
+
+static_assert(GLM_HEADS == 16, "one m16 tile of heads per CTA");
+static_assert(GLM_TILE_N % 32 == 0, "each warp takes whole n8 tiles of tokens");
+static_assert(GLM_D % 16 == 0 && GLM_D_LATENT % (GLM_WARPS * 16) == 0, "mma tiling");
+static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
+
+// Dynamic shared memory layout, in bytes (the registry computes the same total).
+#define GLM_SMEM_Q 0
+#define GLM_SMEM_KV (GLM_SMEM_Q + GLM_HEADS * GLM_ROW * 2)
+#define GLM_SMEM_P (GLM_SMEM_KV + GLM_STAGES * GLM_TILE_N * GLM_ROW * 2)
+#define GLM_SMEM_RED (GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2)
+#define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_WARPS * GLM_HEADS * 4)
+#define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_STAGES * GLM_TILE_N * 4)
+
+// Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
+#define GLM_MASKED (-1.0e30f)
+
+extern "C" __global__ void __launch_bounds__(GLM_THREADS)
+    sparse_mla_decode(const glm_bf16 *__restrict__ q,      // [B, H, GLM_D]: q_latent | q_rope
+                      const glm_bf16 *__restrict__ kv,     // [slots, GLM_D]: latent | rope key
+                      const int32_t *__restrict__ indices, // [B, GLM_TOPK] physical slots, -1 none
+                      float *__restrict__ o_part,          // [B, H, splits, GLM_D_LATENT]
+                      float *__restrict__ lse_part,        // [B, H, splits]
+                      int num_heads, int num_slots, int splits, int tokens_per_split,
+                      float scale_log2) {                  // softmax scale * log2(e)
+  extern __shared__ __align__(16) unsigned char smem[];
+  glm_bf16 *sq = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_Q);
+  glm_bf16 *skv = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_KV);
+  glm_bf16 *sp = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_P);
+  float *red_max = reinterpret_cast<float *>(smem + GLM_SMEM_RED);
+  float *red_sum = red_max + GLM_WARPS * GLM_HEADS;
+  int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int split = blockIdx.x % splits;
+  const int head0 = (blockIdx.x / splits) * GLM_HEADS;
+  const int b = blockIdx.y;
+  const int begin = split * tokens_per_split;
+  const int end = min(begin + tokens_per_split, GLM_TOPK);
+  const int num_tiles = end > begin ? (end - begin + GLM_TILE_N - 1) / GLM_TILE_N : 0;
+  const int32_t *idx = indices + static_cast<long long>(b) * GLM_TOPK;
+
+  // Q rows of this head group; rows past num_heads are zero (their results are never written).
+  for (int c = tid; c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
+    int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
+    int h = head0 + row;
+    const glm_bf16 *src = q + (static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0)) * GLM_D + col;
+    glm_cp_async_16(glm_smem_addr(sq + row * GLM_ROW + col), src, h < num_heads ? 16 : 0);
+  }
+
+  // Gathers tile `tile` into its ring stage; invalid slots are zero-filled and marked.
+  auto load_tile = [&](int tile) {
+    const int stage = tile % GLM_STAGES;
+    glm_bf16 *dst = skv + stage * GLM_TILE_N * GLM_ROW;
+    for (int c = tid; c < GLM_TILE_N * (GLM_D / 8); c += GLM_THREADS) {
+      int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
+      int pos = begin + tile * GLM_TILE_N + row;
+      int slot = pos < end ? idx[pos] : -1;
+      bool ok = slot >= 0 && slot < num_slots;
+      const glm_bf16 *src = kv + static_cast<long long>(ok ? slot : 0) * GLM_D + col;
+      glm_cp_async_16(glm_smem_addr(dst + row * GLM_ROW + col), src, ok ? 16 : 0);
+      if (col == 0)
+        svalid[stage * GLM_TILE_N + row] = ok;
+    }
+  };
+
+  for (int s = 0; s < GLM_STAGES - 1; ++s) {
+    if (s < num_tiles)
+      load_tile(s);
+    glm_cp_async_commit(); // the Q rows ride in the first group
+  }
+
+  float o[GLM_O_NTILES][4];
+#pragma unroll
+  for (int n = 0; n < GLM_O_NTILES; ++n)
+    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m_run[2] = {GLM_MASKED, GLM_MASKED}; // rows g and g + 8, log2 domain
+  float l_run[2] = {0.f, 0.f};
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    glm_cp_async_wait<GLM_STAGES - 2>();
+    __syncthreads(); // tile landed; every warp is done with the stage refilled below
+    if (tile + GLM_STAGES - 1 < num_tiles)
+      load_tile(tile + GLM_STAGES - 1);
+    glm_cp_async_commit();
+
+    const int stage = tile % GLM_STAGES;
+    const glm_bf16 *tkv = skv + stage * GLM_TILE_N * GLM_ROW;
+    const int32_t *tvalid = svalid + stage * GLM_TILE_N;
+
+    // S = Q K^T for this warp's tokens: 16 heads x GLM_S_TOKENS_PER_WARP, k over 576.
+    float s[GLM_S_NTILES][4];
+#pragma unroll
+    for (int n = 0; n < GLM_S_NTILES; ++n)
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    const int tok0 = warp * GLM_S_TOKENS_PER_WARP;
+#pragma unroll 4
+    for (int k = 0; k < GLM_D; k += 16) {
+      uint32_t a[4];
+      glm_ldmatrix_x4(a, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + (lane / 16) * 8));
+#pragma unroll
+      for (int n = 0; n < GLM_S_NTILES; ++n) {
+        // matrices: (tokens n8, k 0-7), (tokens n8, k 8-15), repeated for lanes 16-31.
+        uint32_t bfrag[4];
+        glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + k +
+                                              ((lane / 8) % 2) * 8));
+        glm_mma_bf16_16816(s[n], a, bfrag[0], bfrag[1]);
+      }
+    }
+
+    // Scale, mask, and this warp's row maxima (rows g and g + 8 over its tokens).
+    float mx[2] = {GLM_MASKED, GLM_MASKED};
+#pragma unroll
+    for (int n = 0; n < GLM_S_NTILES; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int tok = tok0 + n * 8 + 2 * t + (e % 2);
+        s[n][e] = tvalid[tok] ? s[n][e] * scale_log2 : GLM_MASKED;
+        mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    }
+    if (t == 0) {
+      red_max[warp * GLM_HEADS + g] = mx[0];
+      red_max[warp * GLM_HEADS + g + 8] = mx[1];
+    }
+    __syncthreads();
+    float m_new[2], alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tm = GLM_MASKED;
+#pragma unroll
+      for (int w = 0; w < GLM_WARPS; ++w)
+        tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
+      m_new[r] = fmaxf(m_run[r], tm);
+      alpha[r] = exp2f(m_run[r] - m_new[r]); // 1 while both are still GLM_MASKED
+    }
+
+    // P = exp2(S - m_new) (0 for masked slots), as bf16 into shared memory; row partial sums.
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < GLM_S_NTILES; ++n) {
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        p[e] = s[n][e] == GLM_MASKED ? 0.f : exp2f(s[n][e] - m_new[e / 2]);
+        sum[e / 2] += p[e];
+      }
+      int col = tok0 + n * 8 + 2 * t;
+      *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+      *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) = glm_pack_bf16x2(p[2], p[3]);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+    }
+    if (t == 0) {
+      red_sum[warp * GLM_HEADS + g] = sum[0];
+      red_sum[warp * GLM_HEADS + g + 8] = sum[1];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float ts = 0.f;
+#pragma unroll
+      for (int w = 0; w < GLM_WARPS; ++w)
+        ts += red_sum[w * GLM_HEADS + g + 8 * r];
+      l_run[r] = l_run[r] * alpha[r] + ts;
+      m_run[r] = m_new[r];
+    }
+#pragma unroll
+    for (int n = 0; n < GLM_O_NTILES; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+
+    // O += P V over this warp's 128 latent columns; V is the tile's rows, k = token.
+    const int col0 = warp * GLM_O_COLS_PER_WARP;
+#pragma unroll
+    for (int k = 0; k < GLM_TILE_N; k += 16) {
+      uint32_t a[4];
+      glm_ldmatrix_x4(a, glm_smem_addr(sp + (lane % 16) * GLM_P_ROW + k + (lane / 16) * 8));
+#pragma unroll
+      for (int n = 0; n < GLM_O_NTILES; n += 2) {
+        // matrices: (tokens k..k+7, cols n), (tokens k+8.., cols n), (k.., n+8), (k+8.., n+8).
+        uint32_t bfrag[4];
+        int mat = lane / 8;
+        glm_ldmatrix_x4_trans(bfrag, glm_smem_addr(tkv + (k + (mat % 2) * 8 + lane % 8) * GLM_ROW +
+                                                    col0 + n * 8 + (mat / 2) * 8));
+        glm_mma_bf16_16816(o[n], a, bfrag[0], bfrag[1]);
+        glm_mma_bf16_16816(o[n + 1], a, bfrag[2], bfrag[3]);
+      }
+    }
+  }
+  glm_cp_async_wait<0>();
+
+  // Normalize and write this split's partial result (rows g and g + 8 of the head group).
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    int h = head0 + g + 8 * r;
+    if (h >= num_heads)
+      continue;
+    long long row = (static_cast<long long>(b) * num_heads + h) * splits + split;
+    float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
+    float *dst = o_part + row * GLM_D_LATENT + warp * GLM_O_COLS_PER_WARP + 2 * t;
+#pragma unroll
+    for (int n = 0; n < GLM_O_NTILES; ++n) {
+      float2 v = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      *reinterpret_cast<float2 *>(dst + n * 8) = v;
+    }
+    if (warp == 0 && t == 0)
+      lse_part[row] = l_run[r] > 0.f ? (m_run[r] + log2f(l_run[r])) * 0.6931471805599453f
+                                     : -__int_as_float(0x7f800000);
+  }
+}
+
+// Merges the splits: lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s. A row whose
+// splits were all empty gets o = 0 and lse = -inf. One CTA per (b, h), 128 threads x 4 columns.
+extern "C" __global__ void __launch_bounds__(128)
+    sparse_mla_combine(const float *__restrict__ o_part, const float *__restrict__ lse_part,
+                       float *__restrict__ out,  // [B, H, GLM_D_LATENT]
+                       float *__restrict__ lse,  // [B, H]
+                       int splits) {
+  const long long row = blockIdx.x;
+  const float *lp = lse_part + row * splits;
+  float mx = -__int_as_float(0x7f800000);
+  for (int s = 0; s < splits; ++s)
+    mx = fmaxf(mx, lp[s]);
+  const int col = threadIdx.x * 4;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float wsum = 0.f;
+  if (mx != -__int_as_float(0x7f800000)) {
+    for (int s = 0; s < splits; ++s) {
+      float w = __expf(lp[s] - mx); // 0 for empty splits (lse -inf)
+      if (w == 0.f)
+        continue;
+      float4 v = *reinterpret_cast<const float4 *>(o_part + (row * splits + s) * GLM_D_LATENT + col);
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+      wsum += w;
+    }
+  }
+  float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+  *reinterpret_cast<float4 *>(out + row * GLM_D_LATENT + col) =
+      make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+  if (threadIdx.x == 0)
+    lse[row] = wsum > 0.f ? mx + __logf(wsum) : mx;
+}

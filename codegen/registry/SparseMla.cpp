@@ -1,0 +1,71 @@
+// Sparse-MLA decode variants and tile selection (see SparseMla.h).
+#include "codegen/registry/SparseMla.h"
+
+#include <algorithm>
+
+namespace glm5c::codegen {
+
+using glm5rt::StatusCode;
+using glm5rt::makeStatus;
+
+int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int stages) {
+  const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
+  const int64_t heads = 16, warps = 4;
+  return heads * row + stages * tileN * row + heads * (tileN + 8) * 2 + 2 * warps * heads * 4 +
+         stages * tileN * 4;
+}
+
+glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
+                                                              const MlaShape &shape) {
+  std::string rejected;
+  if (shape.latent != 512 || shape.rope != 64)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "no sparse_mla_decode variant for latent %lld + rope %lld (candidates: "
+                      "sparse_mla_decode_bf16: needs latent 512 and rope 64)",
+                      static_cast<long long>(shape.latent), static_cast<long long>(shape.rope));
+  if (!tiles.mmaSync)
+    return makeStatus(StatusCode::kUnimplemented, "%s has no mma.sync", tiles.name);
+  // Largest tile first (fewer barriers per row), then the deepest ring (more bytes in flight).
+  const int candidates[][2] = {{64, 3}, {64, 2}, {32, 4}, {32, 3}, {32, 2}};
+  for (const auto &c : candidates) {
+    int64_t smem = sparseMlaDecodeSmem(shape, c[0], c[1]);
+    std::string name = "sparse_mla_decode_bf16_t" + std::to_string(c[0]) + "_s" +
+                       std::to_string(c[1]);
+    if (smem > tiles.maxSharedPerBlock) {
+      rejected += "\n  " + name + ": needs " + std::to_string(smem) + " B shared memory, " +
+                  tiles.name + " allows " + std::to_string(tiles.maxSharedPerBlock) + " B";
+      continue;
+    }
+    SparseMlaDecodeConfig cfg;
+    cfg.variant = name;
+    cfg.tileN = c[0];
+    cfg.stages = c[1];
+    cfg.dynamicSmem = smem;
+    cfg.shape = shape;
+    return cfg;
+  }
+  return makeStatus(StatusCode::kUnimplemented, "no sparse_mla_decode variant fits %s:%s",
+                    tiles.name, rejected.c_str());
+}
+
+int sparseMlaDecodeSplits(const SparseMlaDecodeConfig &cfg, const Target &tiles, int64_t batch,
+                          int64_t heads) {
+  int64_t groups = batch * ((heads + cfg.heads - 1) / cfg.heads);
+  int64_t want = (2 * tiles.smCount + groups - 1) / groups;
+  int64_t maxSplits = std::max<int64_t>(1, cfg.shape.topk / cfg.tileN);
+  return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
+}
+
+std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
+  std::string s = "// " + cfg.variant + "\n";
+  s += "#define GLM_HEADS " + std::to_string(cfg.heads) + "\n";
+  s += "#define GLM_TILE_N " + std::to_string(cfg.tileN) + "\n";
+  s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+  s += "#define GLM_D_LATENT " + std::to_string(cfg.shape.latent) + "\n";
+  s += "#define GLM_D_ROPE " + std::to_string(cfg.shape.rope) + "\n";
+  s += "#define GLM_TOPK " + std::to_string(cfg.shape.topk) + "\n";
+  s += "#include \"sparse_mla_decode.cuh\"\n";
+  return s;
+}
+
+} // namespace glm5c::codegen

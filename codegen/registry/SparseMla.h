@@ -1,0 +1,47 @@
+// Registry entries of the sparse-MLA decode kernel: its variants' constraints, the tile choice
+// from the target's shared memory, the split count from its SM count, and the instantiation
+// source (docs/kernels.md "Sparse MLA decode").
+#pragma once
+
+#include "codegen/target/Target.h"
+#include "runtime/support/status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace glm5c::codegen {
+
+struct MlaShape {
+  int64_t latent = 512; // kv_lora
+  int64_t rope = 64;
+  int64_t topk = 2048;
+};
+
+struct SparseMlaDecodeConfig {
+  std::string variant;      // "sparse_mla_decode_bf16_t32_s2"
+  int heads = 16;           // heads per CTA (the mma M)
+  int tileN = 32;           // cache rows per pipeline stage
+  int stages = 2;
+  int threads = 128;
+  int64_t dynamicSmem = 0;  // bytes, must equal the kernel's GLM_SMEM_BYTES
+  MlaShape shape;
+};
+
+// Bytes of dynamic shared memory for a tile choice (mirrors sparse_mla_decode.cuh's layout).
+int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int stages);
+
+// Picks the largest tile and deepest ring that fit `tiles`' shared memory. On failure the
+// status lists every candidate and why it was rejected.
+glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
+                                                              const MlaShape &shape);
+
+// Splits of the top-k range per (request, head group): enough CTAs for ~2 waves of the SMs,
+// at least one tile per split.
+int sparseMlaDecodeSplits(const SparseMlaDecodeConfig &cfg, const Target &tiles, int64_t batch,
+                          int64_t heads);
+
+// The translation unit NVRTC compiles for this configuration (constants, then the template).
+std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg);
+
+} // namespace glm5c::codegen

@@ -1,0 +1,206 @@
+// dlopen-based CUDA driver API wrapper (see Driver.h). Function pointers are resolved by their
+// versioned names (the _v2 entry points where the API has them).
+#include "runtime/cuda/Driver.h"
+
+#include <dlfcn.h>
+
+namespace glm5rt::cuda {
+
+namespace {
+using CUresult = int;
+} // namespace
+
+struct Driver::Api {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(Device *, int);
+  CUresult (*cuDeviceGetName)(char *, int, Device);
+  CUresult (*cuDeviceGetAttribute)(int *, int, Device);
+  CUresult (*cuDeviceTotalMem)(size_t *, Device);
+  CUresult (*cuDevicePrimaryCtxRetain)(Context *, Device);
+  CUresult (*cuCtxSetCurrent)(Context);
+  CUresult (*cuModuleLoadData)(Module *, const void *);
+  CUresult (*cuModuleGetFunction)(Function *, Module, const char *);
+  CUresult (*cuFuncSetAttribute)(Function, int, int);
+  CUresult (*cuMemAlloc)(DevicePtr *, size_t);
+  CUresult (*cuMemFree)(DevicePtr);
+  CUresult (*cuMemcpyHtoD)(DevicePtr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, DevicePtr, size_t);
+  CUresult (*cuMemsetD8)(DevicePtr, unsigned char, size_t);
+  CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, Stream, void **, void **);
+  CUresult (*cuStreamCreate)(Stream *, unsigned);
+  CUresult (*cuStreamSynchronize)(Stream);
+  CUresult (*cuEventCreate)(Event *, unsigned);
+  CUresult (*cuEventRecord)(Event, Stream);
+  CUresult (*cuEventElapsedTime)(float *, Event, Event);
+  CUresult (*cuStreamBeginCapture)(Stream, int);
+  CUresult (*cuStreamEndCapture)(Stream, Graph *);
+  CUresult (*cuGraphInstantiate)(GraphExec *, Graph, unsigned long long);
+  CUresult (*cuGraphLaunch)(GraphExec, Stream);
+};
+
+// Driver attribute ids (cuda.h's CUdevice_attribute / CUfunction_attribute values).
+constexpr int kAttrSmCount = 16;           // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kAttrCcMajor = 75;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrCcMinor = 76;           // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kAttrSmemOptin = 97;         // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kFuncMaxDynamicSmem = 8;     // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+Status Driver::check(int result, const char *call, const std::string &what) const {
+  if (result == 0)
+    return Status::ok();
+  const char *name = "?", *text = "?";
+  if (api_ && api_->cuGetErrorName)
+    api_->cuGetErrorName(result, &name);
+  if (api_ && api_->cuGetErrorString)
+    api_->cuGetErrorString(result, &text);
+  return makeStatus(StatusCode::kInternal, "%s%s%s failed: %s (%s)", what.c_str(),
+                    what.empty() ? "" : ": ", call, name, text);
+}
+
+StatusOr<Driver *> Driver::get(int ordinal) {
+  static Driver *instance = nullptr;
+  static Status initStatus;
+  if (!instance && initStatus.isOk()) {
+    Driver *d = new Driver();
+    initStatus = d->init(ordinal);
+    if (initStatus.isOk())
+      instance = d;
+  }
+  if (!instance)
+    return initStatus;
+  return instance;
+}
+
+Status Driver::init(int ordinal) {
+  lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib_)
+    return makeStatus(StatusCode::kNotFound,
+                      "cannot load the CUDA driver (libcuda.so.1): %s; is an NVIDIA driver "
+                      "installed? Use --device host to run on the CPU", dlerror());
+  api_ = new Api();
+  struct Entry {
+    void **slot;
+    const char *name;
+  } entries[] = {
+      {reinterpret_cast<void **>(&api_->cuInit), "cuInit"},
+      {reinterpret_cast<void **>(&api_->cuGetErrorName), "cuGetErrorName"},
+      {reinterpret_cast<void **>(&api_->cuGetErrorString), "cuGetErrorString"},
+      {reinterpret_cast<void **>(&api_->cuDeviceGetCount), "cuDeviceGetCount"},
+      {reinterpret_cast<void **>(&api_->cuDeviceGet), "cuDeviceGet"},
+      {reinterpret_cast<void **>(&api_->cuDeviceGetName), "cuDeviceGetName"},
+      {reinterpret_cast<void **>(&api_->cuDeviceGetAttribute), "cuDeviceGetAttribute"},
+      {reinterpret_cast<void **>(&api_->cuDeviceTotalMem), "cuDeviceTotalMem_v2"},
+      {reinterpret_cast<void **>(&api_->cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain"},
+      {reinterpret_cast<void **>(&api_->cuCtxSetCurrent), "cuCtxSetCurrent"},
+      {reinterpret_cast<void **>(&api_->cuModuleLoadData), "cuModuleLoadData"},
+      {reinterpret_cast<void **>(&api_->cuModuleGetFunction), "cuModuleGetFunction"},
+      {reinterpret_cast<void **>(&api_->cuFuncSetAttribute), "cuFuncSetAttribute"},
+      {reinterpret_cast<void **>(&api_->cuMemAlloc), "cuMemAlloc_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemFree), "cuMemFree_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemcpyHtoD), "cuMemcpyHtoD_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemcpyDtoH), "cuMemcpyDtoH_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemsetD8), "cuMemsetD8_v2"},
+      {reinterpret_cast<void **>(&api_->cuLaunchKernel), "cuLaunchKernel"},
+      {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
+      {reinterpret_cast<void **>(&api_->cuStreamSynchronize), "cuStreamSynchronize"},
+      {reinterpret_cast<void **>(&api_->cuEventCreate), "cuEventCreate"},
+      {reinterpret_cast<void **>(&api_->cuEventRecord), "cuEventRecord"},
+      {reinterpret_cast<void **>(&api_->cuEventElapsedTime), "cuEventElapsedTime_v2"},
+      {reinterpret_cast<void **>(&api_->cuStreamBeginCapture), "cuStreamBeginCapture_v2"},
+      {reinterpret_cast<void **>(&api_->cuStreamEndCapture), "cuStreamEndCapture"},
+      {reinterpret_cast<void **>(&api_->cuGraphInstantiate), "cuGraphInstantiateWithFlags"},
+      {reinterpret_cast<void **>(&api_->cuGraphLaunch), "cuGraphLaunch"},
+  };
+  for (const Entry &e : entries) {
+    *e.slot = dlsym(lib_, e.name);
+    if (!*e.slot && std::string(e.name) == "cuEventElapsedTime_v2")
+      *e.slot = dlsym(lib_, "cuEventElapsedTime");
+    if (!*e.slot)
+      return makeStatus(StatusCode::kNotFound,
+                        "the CUDA driver lacks %s: it is older than this runtime supports",
+                        e.name);
+  }
+  GLM5_RETURN_IF_ERROR(check(api_->cuInit(0), "cuInit", "initializing the CUDA driver"));
+  int count = 0;
+  GLM5_RETURN_IF_ERROR(check(api_->cuDeviceGetCount(&count), "cuDeviceGetCount", ""));
+  if (count <= ordinal)
+    return makeStatus(StatusCode::kNotFound,
+                      "no CUDA device %d (%d visible); use --device host to run on the CPU",
+                      ordinal, count);
+  Device dev;
+  GLM5_RETURN_IF_ERROR(check(api_->cuDeviceGet(&dev, ordinal), "cuDeviceGet", ""));
+  char name[256] = {0};
+  api_->cuDeviceGetName(name, sizeof(name) - 1, dev);
+  info_.name = name;
+  api_->cuDeviceGetAttribute(&info_.major, kAttrCcMajor, dev);
+  api_->cuDeviceGetAttribute(&info_.minor, kAttrCcMinor, dev);
+  api_->cuDeviceGetAttribute(&info_.smCount, kAttrSmCount, dev);
+  api_->cuDeviceGetAttribute(&info_.maxSharedOptin, kAttrSmemOptin, dev);
+  api_->cuDeviceTotalMem(&info_.totalMemory, dev);
+  GLM5_RETURN_IF_ERROR(
+      check(api_->cuDevicePrimaryCtxRetain(&ctx_, dev), "cuDevicePrimaryCtxRetain", name));
+  return check(api_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent", name);
+}
+
+Status Driver::loadModule(const void *image, Module *out, const std::string &what) {
+  return check(api_->cuModuleLoadData(out, image), "cuModuleLoadData", what);
+}
+Status Driver::getFunction(Module m, const char *name, Function *out) {
+  return check(api_->cuModuleGetFunction(out, m, name), "cuModuleGetFunction", name);
+}
+Status Driver::setMaxDynamicSmem(Function f, int bytes, const std::string &what) {
+  return check(api_->cuFuncSetAttribute(f, kFuncMaxDynamicSmem, bytes), "cuFuncSetAttribute",
+               what + " (" + std::to_string(bytes) + " B dynamic shared memory)");
+}
+Status Driver::malloc(DevicePtr *p, size_t bytes, const std::string &what) {
+  return check(api_->cuMemAlloc(p, bytes), "cuMemAlloc",
+               what + " (" + std::to_string(bytes) + " bytes)");
+}
+Status Driver::free(DevicePtr p) { return check(api_->cuMemFree(p), "cuMemFree", ""); }
+Status Driver::copyToDevice(DevicePtr dst, const void *src, size_t bytes) {
+  return check(api_->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD", "");
+}
+Status Driver::copyToHost(void *dst, DevicePtr src, size_t bytes) {
+  return check(api_->cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH", "");
+}
+Status Driver::memsetD8(DevicePtr dst, unsigned char value, size_t bytes) {
+  return check(api_->cuMemsetD8(dst, value, bytes), "cuMemsetD8", "");
+}
+Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned smem, Stream s, void **params,
+                      const std::string &what) {
+  return check(api_->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, nullptr),
+               "cuLaunchKernel", what);
+}
+Status Driver::streamCreate(Stream *s) {
+  return check(api_->cuStreamCreate(s, 1 /*CU_STREAM_NON_BLOCKING*/), "cuStreamCreate", "");
+}
+Status Driver::synchronize(Stream s) {
+  return check(api_->cuStreamSynchronize(s), "cuStreamSynchronize", "");
+}
+Status Driver::eventCreate(Event *e) { return check(api_->cuEventCreate(e, 0), "cuEventCreate", ""); }
+Status Driver::eventRecord(Event e, Stream s) {
+  return check(api_->cuEventRecord(e, s), "cuEventRecord", "");
+}
+Status Driver::eventElapsedMs(float *ms, Event a, Event b) {
+  return check(api_->cuEventElapsedTime(ms, a, b), "cuEventElapsedTime", "");
+}
+Status Driver::beginCapture(Stream s) {
+  return check(api_->cuStreamBeginCapture(s, 2 /*CU_STREAM_CAPTURE_MODE_RELAXED*/),
+               "cuStreamBeginCapture", "");
+}
+Status Driver::endCapture(Stream s, Graph *g) {
+  return check(api_->cuStreamEndCapture(s, g), "cuStreamEndCapture", "");
+}
+Status Driver::instantiate(GraphExec *exec, Graph g) {
+  return check(api_->cuGraphInstantiate(exec, g, 0), "cuGraphInstantiate", "");
+}
+Status Driver::graphLaunch(GraphExec exec, Stream s) {
+  return check(api_->cuGraphLaunch(exec, s), "cuGraphLaunch", "");
+}
+
+} // namespace glm5rt::cuda

@@ -1,0 +1,75 @@
+// The CUDA driver API, loaded at run time (dlopen of libcuda.so.1): the runtime links no CUDA
+// library, and a machine without a GPU gets a clear status instead of a loader error. Every call
+// returns a Status carrying the driver's error name and string and what was being done.
+#pragma once
+
+#include "runtime/support/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace glm5rt::cuda {
+
+// Opaque driver handles (the driver API's CUdevice, CUcontext, ...), kept as plain types so
+// this header needs no CUDA include.
+using Device = int;
+using Context = struct CUctx_st *;
+using Module = struct CUmod_st *;
+using Function = struct CUfunc_st *;
+using Stream = struct CUstream_st *;
+using Event = struct CUevent_st *;
+using Graph = struct CUgraph_st *;
+using GraphExec = struct CUgraphExec_st *;
+using DevicePtr = unsigned long long;
+
+struct DeviceInfo {
+  std::string name;
+  int major = 0, minor = 0;    // compute capability
+  int smCount = 0;
+  int maxSharedOptin = 0;      // bytes per block with the opt-in attribute
+  size_t totalMemory = 0;
+};
+
+// The loaded driver with one context on one device. Not copyable; one per process is enough.
+class Driver {
+public:
+  // Loads libcuda, initializes it and creates a context on `ordinal`. Errors say what is missing
+  // (no libcuda: suggest the host backend; no device; ...).
+  static StatusOr<Driver *> get(int ordinal = 0);
+
+  const DeviceInfo &info() const { return info_; }
+
+  Status loadModule(const void *image, Module *out, const std::string &what);
+  Status getFunction(Module m, const char *name, Function *out);
+  Status setMaxDynamicSmem(Function f, int bytes, const std::string &what);
+  Status malloc(DevicePtr *p, size_t bytes, const std::string &what);
+  Status free(DevicePtr p);
+  Status copyToDevice(DevicePtr dst, const void *src, size_t bytes);
+  Status copyToHost(void *dst, DevicePtr src, size_t bytes);
+  Status memsetD8(DevicePtr dst, unsigned char value, size_t bytes);
+  Status launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, unsigned smem, Stream s, void **params, const std::string &what);
+  Status streamCreate(Stream *s);
+  Status synchronize(Stream s);
+  Status eventCreate(Event *e);
+  Status eventRecord(Event e, Stream s);
+  Status eventElapsedMs(float *ms, Event start, Event end);
+  Status beginCapture(Stream s);
+  Status endCapture(Stream s, Graph *g);
+  Status instantiate(GraphExec *exec, Graph g);
+  Status graphLaunch(GraphExec exec, Stream s);
+
+private:
+  Driver() = default;
+  Status check(int result, const char *call, const std::string &what) const;
+  Status init(int ordinal);
+
+  void *lib_ = nullptr;
+  Context ctx_ = nullptr;
+  DeviceInfo info_;
+  struct Api;
+  Api *api_ = nullptr;
+};
+
+} // namespace glm5rt::cuda
