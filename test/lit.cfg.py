@@ -27,7 +27,7 @@ filecheck = os.path.join(config.llvm_tools_dir, "FileCheck")
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Tools", "Inputs")))
 # Longest names first: substitutions are regexes applied in order, and %glm5c prefixes %glm5c-opt.
-for tool in ("glm5c-opt", "glm5-gguf", "glm5-run", "glm5c"):
+for tool in ("glm5c-gpu-tests", "glm5c-opt", "glm5-gguf", "glm5-run", "glm5c"):
     exe = os.path.join(config.glm5c_tools_dir, tool)
     config.substitutions.append(("%" + tool, exe))
     if os.path.exists(exe):

@@ -18,6 +18,51 @@ __device__ __forceinline__ float glm_bf16_to_f32(glm_bf16 h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
 }
 
+__device__ __forceinline__ glm_bf16 glm_f32_to_bf16(float f) {
+  glm_bf16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+
+__device__ __forceinline__ float glm_f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+// Activations and the KV cache are bf16, or f32 in the validation instantiation
+// (--activation-dtype f32). Kernels read and write them through these, never directly.
+#ifndef GLM_ACT_F32
+#define GLM_ACT_F32 0
+#endif
+#if GLM_ACT_F32
+typedef float glm_act;
+__device__ __forceinline__ float glm_act_load(const glm_act *p, long long i) { return p[i]; }
+__device__ __forceinline__ void glm_act_store(glm_act *p, long long i, float v) { p[i] = v; }
+#else
+typedef glm_bf16 glm_act;
+__device__ __forceinline__ float glm_act_load(const glm_act *p, long long i) {
+  return glm_bf16_to_f32(p[i]);
+}
+__device__ __forceinline__ void glm_act_store(glm_act *p, long long i, float v) {
+  p[i] = glm_f32_to_bf16(v);
+}
+#endif
+
+__device__ __forceinline__ float glm_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float glm_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 __device__ __forceinline__ uint32_t glm_smem_addr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
