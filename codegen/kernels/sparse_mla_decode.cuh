@@ -28,10 +28,11 @@
 #define GLM_S_NTILES (GLM_S_TOKENS_PER_WARP / 8)
 #define GLM_O_COLS_PER_WARP (GLM_D_LATENT / GLM_WARPS)
 #define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)
+#define GLM_ROWS_PER_THREAD (GLM_TILE_N / 16)
 
 static_assert(GLM_HEADS == 16, "one m16 tile of heads per CTA");
 static_assert(GLM_TILE_N % 32 == 0, "each warp takes whole n8 tiles of tokens");
-static_assert(GLM_D % 16 == 0 && GLM_D_LATENT % (GLM_WARPS * 16) == 0, "mma tiling");
+static_assert(GLM_D % 64 == 0 && GLM_D_LATENT % (GLM_WARPS * 16) == 0, "mma and gather tiling");
 static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
 
 // Dynamic shared memory layout, in bytes (the registry computes the same total).
@@ -79,27 +80,43 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     glm_cp_async_16(glm_smem_addr(sq + row * GLM_ROW + col), src, h < num_heads ? 16 : 0);
   }
 
-  // Gathers tile `tile` into its ring stage; invalid slots are zero-filled and marked.
-  auto load_tile = [&](int tile) {
+  // Gather: 8 threads per row (9 chunks of 16 B each), 16 rows per pass. A thread's slots for a
+  // tile are fetched one tile ahead into registers, so the index load's latency hides behind
+  // the current tile's math instead of stalling the cp.async issue.
+  const int grow = tid / 8, gchunk = tid % 8;
+  auto fetch_slots = [&](int tile, int (&slots)[GLM_ROWS_PER_THREAD]) {
+#pragma unroll
+    for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
+      int pos = begin + tile * GLM_TILE_N + grow + 16 * p;
+      slots[p] = tile < num_tiles && pos < end ? __ldg(idx + pos) : -1;
+    }
+  };
+  auto load_tile = [&](int tile, const int (&slots)[GLM_ROWS_PER_THREAD]) {
     const int stage = tile % GLM_STAGES;
     glm_bf16 *dst = skv + stage * GLM_TILE_N * GLM_ROW;
-    for (int c = tid; c < GLM_TILE_N * (GLM_D / 8); c += GLM_THREADS) {
-      int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
-      int pos = begin + tile * GLM_TILE_N + row;
-      int slot = pos < end ? idx[pos] : -1;
-      bool ok = slot >= 0 && slot < num_slots;
-      const glm_bf16 *src = kv + static_cast<long long>(ok ? slot : 0) * GLM_D + col;
-      glm_cp_async_16(glm_smem_addr(dst + row * GLM_ROW + col), src, ok ? 16 : 0);
-      if (col == 0)
+#pragma unroll
+    for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
+      int row = grow + 16 * p;
+      bool ok = slots[p] >= 0 && slots[p] < num_slots;
+      const glm_bf16 *src = kv + static_cast<long long>(ok ? slots[p] : 0) * GLM_D;
+#pragma unroll
+      for (int c = 0; c < GLM_D / 64; ++c) {
+        int col = (gchunk + 8 * c) * 8;
+        glm_cp_async_16(glm_smem_addr(dst + row * GLM_ROW + col), src + col, ok ? 16 : 0);
+      }
+      if (gchunk == 0)
         svalid[stage * GLM_TILE_N + row] = ok;
     }
   };
 
+  int slots[GLM_ROWS_PER_THREAD];
   for (int s = 0; s < GLM_STAGES - 1; ++s) {
+    fetch_slots(s, slots);
     if (s < num_tiles)
-      load_tile(s);
+      load_tile(s, slots);
     glm_cp_async_commit(); // the Q rows ride in the first group
   }
+  fetch_slots(GLM_STAGES - 1, slots);
 
   float o[GLM_O_NTILES][4];
 #pragma unroll
@@ -112,32 +129,43 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     glm_cp_async_wait<GLM_STAGES - 2>();
     __syncthreads(); // tile landed; every warp is done with the stage refilled below
     if (tile + GLM_STAGES - 1 < num_tiles)
-      load_tile(tile + GLM_STAGES - 1);
+      load_tile(tile + GLM_STAGES - 1, slots);
     glm_cp_async_commit();
+    fetch_slots(tile + GLM_STAGES, slots); // consumed next iteration
 
     const int stage = tile % GLM_STAGES;
     const glm_bf16 *tkv = skv + stage * GLM_TILE_N * GLM_ROW;
     const int32_t *tvalid = svalid + stage * GLM_TILE_N;
 
-    // S = Q K^T for this warp's tokens: 16 heads x GLM_S_TOKENS_PER_WARP, k over 576.
-    float s[GLM_S_NTILES][4];
+    // S = Q K^T for this warp's tokens: 16 heads x GLM_S_TOKENS_PER_WARP, k over 576. Two
+    // accumulator chains per n-tile (even and odd k-steps) halve the dependent mma chain.
+    float s[GLM_S_NTILES][4], s2[GLM_S_NTILES][4];
 #pragma unroll
     for (int n = 0; n < GLM_S_NTILES; ++n)
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[n][e] = s2[n][e] = 0.f;
     const int tok0 = warp * GLM_S_TOKENS_PER_WARP;
-#pragma unroll 4
-    for (int k = 0; k < GLM_D; k += 16) {
-      uint32_t a[4];
-      glm_ldmatrix_x4(a, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + (lane / 16) * 8));
+#pragma unroll 2
+    for (int k = 0; k < GLM_D; k += 32) {
+      uint32_t a0[4], a1[4];
+      glm_ldmatrix_x4(a0, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + (lane / 16) * 8));
+      glm_ldmatrix_x4(a1, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + 16 + (lane / 16) * 8));
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
-        // matrices: (tokens n8, k 0-7), (tokens n8, k 8-15), repeated for lanes 16-31.
+        // matrices: (tokens n8, k 0-7), (k 8-15), (k 16-23), (k 24-31): two k-steps at once.
         uint32_t bfrag[4];
         glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + k +
-                                              ((lane / 8) % 2) * 8));
-        glm_mma_bf16_16816(s[n], a, bfrag[0], bfrag[1]);
+                                              (lane / 8) * 8));
+        glm_mma_bf16_16816(s[n], a0, bfrag[0], bfrag[1]);
+        glm_mma_bf16_16816(s2[n], a1, bfrag[2], bfrag[3]);
       }
     }
+#pragma unroll
+    for (int n = 0; n < GLM_S_NTILES; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[n][e] += s2[n][e];
 
     // Scale, mask, and this warp's row maxima (rows g and g + 8 over its tokens).
     float mx[2] = {GLM_MASKED, GLM_MASKED};
