@@ -510,3 +510,16 @@ func.func @logits(%n: tensor<?x256xf32>, %n1: tensor<1x256xf32>) -> (tensor<?x10
       : tensor<1x256xf32> -> tensor<1x1024xf32>
   return %l, %l1 : tensor<?x1024xf32>, tensor<1x1024xf32>
 }
+
+// -----
+
+// Tests that #glm.target and #glm.kernel round-trip.
+// CHECK: module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_90", sms = 188, max_smem = 101376>}
+module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_90", sms = 188, max_smem = 101376>} {
+  // CHECK-LABEL: func.func @kernel_attr
+  // CHECK: glm.add {{.*}} {glm.kernel = #glm.kernel<variant = "add_bf16", threads = 256, smem = 0>}
+  func.func @kernel_attr(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+    %y = glm.add %x, %x {glm.kernel = #glm.kernel<variant = "add_bf16", threads = 256, smem = 0>} : tensor<?x256xf32>
+    return %y : tensor<?x256xf32>
+  }
+}

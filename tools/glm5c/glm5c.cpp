@@ -5,10 +5,13 @@
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/SparseMla.h"
 #include "codegen/target/Target.h"
+#include "codegen/registry/Registry.h"
 #include "compiler/import/Importer.h"
+#include "compiler/passes/Passes.h"
 #include "dialects/glm/Transforms/Passes.h"
 #include "runtime/gguf/gguf_reader.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -29,6 +32,9 @@ const char *kUsage =
     "  glm5c import MODEL.gguf [-o OUT.mlir] [--pipeline] [--locations] [--timing]\n"
     "      prints the glm dialect module (prefill and decode) of a glm-dsa GGUF; --pipeline runs\n"
     "      the canonical graph pipeline (glm-pipeline) on it first\n"
+    "  glm5c explain MODEL.gguf --target T [--run-on ARCH] [--activation-dtype bf16|f32]\n"
+    "      imports and runs glm-pipeline, then prints the kernel choice (or every rejected\n"
+    "      candidate) for each op kind of prefill and decode\n"
     "  glm5c kernel sparse_mla_decode --target T [--run-on ARCH] [--emit source|ptx|log]\n"
     "                                 [--max-smem BYTES]\n"
     "      selects the kernel variant and tiles for target T (sm_120a, sm_120, sm_90a, sm_90)\n"
@@ -54,6 +60,104 @@ std::string locationText(mlir::Location loc) {
   return s;
 }
 
+// Prints every diagnostic as "location: severity: message", notes included.
+void installDiagnosticPrinter(mlir::MLIRContext &context) {
+  context.printOpOnDiagnostic(false);
+  context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
+    auto print = [](mlir::Diagnostic &d) {
+      const char *sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
+                        : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
+                        : d.getSeverity() == mlir::DiagnosticSeverity::Remark  ? "remark"
+                                                                               : "note";
+      llvm::errs() << locationText(d.getLocation()) << ": " << sev << ": " << d.str() << "\n";
+    };
+    print(diag);
+    for (mlir::Diagnostic &note : diag.getNotes())
+      print(note);
+    return mlir::success();
+  });
+}
+
+// Opens and imports a GGUF, optionally running glm-pipeline; null on failure (reported).
+mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context, const std::string &path,
+                                              bool pipeline) {
+  auto file = glm5rt::gguf::GgufFile::open(path);
+  if (!file.isOk()) {
+    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
+    return nullptr;
+  }
+  glm5c::ImportOptions options;
+  options.displayName = llvm::sys::path::filename(path).str();
+  mlir::OwningOpRef<mlir::ModuleOp> module = glm5c::importGguf(context, **file, options);
+  if (!module || !pipeline)
+    return module;
+  mlir::PassManager pm(&context);
+  glm5c::glm::buildGlmPipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return nullptr;
+  return module;
+}
+
+int cmdExplain(int argc, char **argv) {
+  std::string input, target, runOn, act = "bf16";
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--target" && i + 1 < argc)
+      target = argv[++i];
+    else if (a == "--run-on" && i + 1 < argc)
+      runOn = argv[++i];
+    else if (a == "--activation-dtype" && i + 1 < argc)
+      act = argv[++i];
+    else if (input.empty() && !a.empty() && a[0] != '-')
+      input = a;
+    else
+      return usage("explain: unexpected argument '" + a + "'");
+  }
+  using namespace glm5c::codegen;
+  const Target *tiles = findTarget(target);
+  if (input.empty() || !tiles)
+    return usage("explain needs MODEL.gguf and --target (known: " + targetNames() + ")");
+  const Target *code = runOn.empty() ? tiles : findTarget(runOn);
+  if (!code)
+    return usage("explain: unknown --run-on '" + runOn + "' (known: " + targetNames() + ")");
+  if (act != "bf16" && act != "f32")
+    return usage("explain: --activation-dtype takes bf16 or f32");
+  mlir::MLIRContext context;
+  installDiagnosticPrinter(context);
+  auto module = importModel(context, input, /*pipeline=*/true);
+  if (!module)
+    return 1;
+  llvm::outs() << "target: tiles " << tiles->name << " (" << tiles->gpu << ", "
+               << tiles->smCount << " SMs, " << tiles->maxSharedPerBlock
+               << " B shared memory per block), code " << code->name
+               << (tiles != code ? " (emulation)" : "") << ", activations " << act << "\n";
+  bool allOk = true;
+  for (const char *fn : {"prefill", "decode"}) {
+    auto func = module->lookupSymbol<mlir::func::FuncOp>(fn);
+    llvm::outs() << fn << ":\n";
+    llvm::SmallVector<std::string> seen;
+    func.walk([&](mlir::Operation *op) {
+      if (!op->getDialect() || op->getDialect()->getNamespace() != "glm")
+        return;
+      std::string name = op->getName().getStringRef().str();
+      if (llvm::is_contained(seen, name))
+        return;
+      seen.push_back(name);
+      KernelChoice c = selectKernel(glm5c::kernelQueryFor(op, act == "f32"), *tiles);
+      allOk &= c.ok;
+      llvm::outs() << "  " << name << ": ";
+      if (c.ok)
+        llvm::outs() << c.variant << " (" << c.threads << " threads, " << c.dynamicSmem
+                     << " B dynamic shared memory)\n";
+      else
+        llvm::outs() << "no variant\n";
+      for (const Rejection &r : c.rejected)
+        llvm::outs() << "      rejected " << r.candidate << ": " << r.reason << "\n";
+    });
+  }
+  return allOk ? 0 : 1;
+}
+
 int cmdImport(int argc, char **argv) {
   std::string input, output = "-";
   bool pipeline = false, locations = false, timing = false;
@@ -76,31 +180,9 @@ int cmdImport(int argc, char **argv) {
     return usage("import needs a MODEL.gguf");
 
   auto start = std::chrono::steady_clock::now();
-  auto file = glm5rt::gguf::GgufFile::open(input);
-  if (!file.isOk()) {
-    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
-    return 1;
-  }
   mlir::MLIRContext context;
-  context.printOpOnDiagnostic(false);
-  // Every diagnostic (errors, and the importer's remarks such as the MTP note) goes to stderr
-  // as "location: severity: message", notes included.
-  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
-    auto print = [](mlir::Diagnostic &d) {
-      const char *sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
-                        : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
-                        : d.getSeverity() == mlir::DiagnosticSeverity::Remark  ? "remark"
-                                                                               : "note";
-      llvm::errs() << locationText(d.getLocation()) << ": " << sev << ": " << d.str() << "\n";
-    };
-    print(diag);
-    for (mlir::Diagnostic &note : diag.getNotes())
-      print(note);
-    return mlir::success();
-  });
-  glm5c::ImportOptions options;
-  options.displayName = llvm::sys::path::filename(input).str();
-  mlir::OwningOpRef<mlir::ModuleOp> module = glm5c::importGguf(context, **file, options);
+  installDiagnosticPrinter(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, input, /*pipeline=*/false);
   if (!module)
     return 1;
   auto imported = std::chrono::steady_clock::now();
@@ -218,6 +300,8 @@ int main(int argc, char **argv) {
     return cmdImport(argc - 2, argv + 2);
   if (cmd == "kernel")
     return cmdKernel(argc - 2, argv + 2);
+  if (cmd == "explain")
+    return cmdExplain(argc - 2, argv + 2);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     llvm::outs() << kUsage;
     return 0;

@@ -135,6 +135,31 @@ def Glm_ModelConfigAttr : Glm_Attr<"ModelConfig", "config"> {
   }];
 }
 
+def Glm_TargetAttr : Glm_Attr<"Target", "target"> {
+  let summary = "the GPU a module is compiled for: tile target and code arch";
+  let description = [{
+    `tiles` chooses kernel variants and tile sizes; `code` is the arch the kernels are compiled
+    for (they differ in emulation: SM120 tiles run on an H200 as sm_90 code). `max_smem` is the
+    shared memory per block the tiles may use, `sms` the SM count splits are sized for.
+
+    Example: `#glm.target<tiles = "sm_120a", code = "sm_90", sms = 188, max_smem = 101376>`
+  }];
+  let parameters = (ins StringRefParameter<"tile target">:$tiles,
+                        StringRefParameter<"code arch">:$code, "int64_t":$sms,
+                        "int64_t":$max_smem);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Glm_KernelAttr : Glm_Attr<"Kernel", "kernel"> {
+  let summary = "the kernel variant glm-specialize-kernels chose for an op";
+  let description = [{
+    Example: `#glm.kernel<variant = "sparse_mla_decode_bf16_t32_s2", threads = 128, smem = 95488>`
+  }];
+  let parameters = (ins StringRefParameter<"variant">:$variant, "int64_t":$threads,
+                        "int64_t":$smem);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//

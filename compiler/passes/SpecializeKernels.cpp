@@ -1,0 +1,100 @@
+//===- SpecializeKernels.cpp - a kernel variant for every glm op ----------===//
+#include "compiler/passes/Passes.h"
+
+#include "codegen/target/Target.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace glm5c {
+#define GEN_PASS_DEF_GLMSPECIALIZEKERNELS
+#include "compiler/passes/Passes.h.inc"
+} // namespace glm5c
+
+using namespace mlir;
+using namespace glm5c::glm;
+
+glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
+  codegen::KernelQuery q;
+  q.op = op->getName().getStringRef().str();
+  q.actF32 = actF32;
+  for (NamedAttribute a : op->getAttrs())
+    if (auto w = dyn_cast<GgufTensorAttr>(a.getValue()))
+      q.weightTypes.push_back(static_cast<uint32_t>(w.getType()));
+  if (op->getNumOperands() > 0)
+    for (Value v : op->getOperands())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
+        q.decode = !t.isDynamicDim(0) && t.getDimSize(0) == 1;
+        break;
+      }
+  if (auto mla = dyn_cast<SparseMLAOp>(op)) {
+    q.dims["latent"] = mla.getDims().getKvLora();
+    q.dims["rope"] = mla.getDims().getRope();
+    q.dims["heads"] = mla.getQLatent().getType().getDimSize(1);
+    q.dims["topk"] = mla.getIndices().getType().getDimSize(1);
+  }
+  return q;
+}
+
+namespace {
+
+struct GlmSpecializeKernels
+    : glm5c::impl::GlmSpecializeKernelsBase<GlmSpecializeKernels> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto targetAttr = module->getAttrOfType<TargetAttr>("glm.target");
+    std::string name = !target.empty() ? target : targetAttr ? targetAttr.getTiles().str() : "";
+    if (name.empty()) {
+      module.emitError() << "no target: give --target or a module attribute glm.target";
+      return signalPassFailure();
+    }
+    const glm5c::codegen::Target *found = glm5c::codegen::findTarget(name);
+    if (!found) {
+      module.emitError() << "unknown target '" << name << "' (known: "
+                         << glm5c::codegen::targetNames() << ")";
+      return signalPassFailure();
+    }
+    glm5c::codegen::Target tiles = *found;
+    if (maxSmem > 0)
+      tiles.maxSharedPerBlock = maxSmem;
+    else if (targetAttr && targetAttr.getTiles() == name)
+      tiles.maxSharedPerBlock = targetAttr.getMaxSmem();
+
+    // Failures are reported once per op kind (on its first op), with how many ops share them.
+    struct Failure {
+      Operation *first = nullptr;
+      int count = 0;
+      glm5c::codegen::KernelChoice choice;
+    };
+    llvm::MapVector<StringRef, Failure> failures;
+    module.walk([&](Operation *op) {
+      if (!op->getDialect() || !isa<GlmDialect>(op->getDialect()))
+        return;
+      glm5c::codegen::KernelChoice choice =
+          glm5c::codegen::selectKernel(glm5c::kernelQueryFor(op, actF32), tiles);
+      if (choice.ok) {
+        op->setAttr("glm.kernel", KernelAttr::get(op->getContext(), choice.variant,
+                                                  choice.threads, choice.dynamicSmem));
+        return;
+      }
+      Failure &f = failures[op->getName().getStringRef()];
+      if (!f.first) {
+        f.first = op;
+        f.choice = choice;
+      }
+      ++f.count;
+    });
+    for (auto &[opName, f] : failures) {
+      InFlightDiagnostic diag = f.first->emitError()
+                                << "no kernel variant for " << opName << " fits " << tiles.name
+                                << " (" << f.count << (f.count == 1 ? " op" : " ops") << ")";
+      for (const auto &r : f.choice.rejected)
+        diag.attachNote() << "candidate " << r.candidate << ": " << r.reason;
+    }
+    if (!failures.empty())
+      signalPassFailure();
+  }
+};
+
+} // namespace
