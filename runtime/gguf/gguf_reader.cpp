@@ -374,6 +374,20 @@ std::string TensorInfo::shapeString() const {
   return s + "}";
 }
 
+std::string headerFingerprint(const GgufFile &file) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x9ae16a3b2f90404full;
+  for (uint32_t s = 0; s < file.shardCount(); ++s) {
+    const uint8_t *p = file.shardData(s);
+    uint64_t n = file.dataOffset(s);
+    for (uint64_t i = 0; i < n; ++i) {
+      a = (a ^ p[i]) * 0x100000001b3ull;
+      b = (b ^ p[i]) * 0x100000001b3ull + (b >> 29);
+    }
+    a = (a ^ n) * 0x100000001b3ull;
+  }
+  return strFormat("%016" PRIx64 "%016" PRIx64, a, b);
+}
+
 std::string splitPath(const std::string &base, uint32_t index, uint32_t count) {
   return base + strFormat("-%05u-of-%05u.gguf", index, count);
 }

@@ -108,6 +108,8 @@ public:
   const std::vector<KeyValue> &metadata() const { return kvs_; }
   const KeyValue *find(std::string_view key) const;
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
+  // The mapped bytes of a shard (its header is [0, dataOffset(shard))).
+  const uint8_t *shardData(uint32_t shard) const { return files_[shard]->data(); }
   const TensorInfo *findTensor(std::string_view name) const;
 
   // Typed lookups: a missing key is kNotFound, a key of another type kDataLoss; both name the key.
@@ -131,6 +133,10 @@ private:
   std::unordered_map<std::string_view, size_t> kvIndex_;
   std::unordered_map<std::string_view, size_t> tensorIndex_;
 };
+
+// A 128-bit hash (hex) of every shard's header bytes (metadata and tensor table, up to the data
+// section): what a plan compiled from this file records and the runtime checks.
+std::string headerFingerprint(const GgufFile &file);
 
 // Shard naming: "<base>-%05d-of-%05d.gguf" with 1-based numbers.
 std::string splitPath(const std::string &base, uint32_t index, uint32_t count);

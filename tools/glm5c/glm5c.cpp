@@ -8,6 +8,8 @@
 #include "codegen/registry/Registry.h"
 #include "compiler/import/Importer.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/plan/PlanEmitter.h"
+#include "runtime/plan/Plan.h"
 #include "dialects/glm/Transforms/Passes.h"
 #include "runtime/gguf/gguf_reader.h"
 
@@ -32,6 +34,12 @@ const char *kUsage =
     "  glm5c import MODEL.gguf [-o OUT.mlir] [--pipeline] [--locations] [--timing]\n"
     "      prints the glm dialect module (prefill and decode) of a glm-dsa GGUF; --pipeline runs\n"
     "      the canonical graph pipeline (glm-pipeline) on it first\n"
+    "  glm5c compile MODEL.gguf --target T|host [--run-on ARCH] [--activation-dtype bf16|f32]\n"
+    "                [--page-size N] -o MODEL.plan\n"
+    "      imports, runs glm-pipeline, specializes kernels for T (host: no kernels, for the\n"
+    "      host backend), compiles them with NVRTC and writes the flatbuffer plan\n"
+    "  glm5c inspect MODEL.plan [--steps]\n"
+    "      verifies a plan and prints its target, config, weights, kernels, buffers and steps\n"
     "  glm5c explain MODEL.gguf --target T [--run-on ARCH] [--activation-dtype bf16|f32]\n"
     "      imports and runs glm-pipeline, then prints the kernel choice (or every rejected\n"
     "      candidate) for each op kind of prefill and decode\n"
@@ -156,6 +164,182 @@ int cmdExplain(int argc, char **argv) {
     });
   }
   return allOk ? 0 : 1;
+}
+
+int cmdCompile(int argc, char **argv) {
+  std::string input, output, target, runOn, act = "bf16", attention = "sparse";
+  int pageSize = 64;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-o" && i + 1 < argc)
+      output = argv[++i];
+    else if (a == "--target" && i + 1 < argc)
+      target = argv[++i];
+    else if (a == "--run-on" && i + 1 < argc)
+      runOn = argv[++i];
+    else if (a == "--activation-dtype" && i + 1 < argc)
+      act = argv[++i];
+    else if (a == "--attention" && i + 1 < argc)
+      attention = argv[++i];
+    else if (a == "--page-size" && i + 1 < argc)
+      pageSize = std::atoi(argv[++i]);
+    else if (input.empty() && !a.empty() && a[0] != '-')
+      input = a;
+    else
+      return usage("compile: unexpected argument '" + a + "'");
+  }
+  using namespace glm5c::codegen;
+  if (input.empty() || output.empty() || target.empty())
+    return usage("compile needs MODEL.gguf, --target and -o MODEL.plan");
+  if (target != "host" && !findTarget(target))
+    return usage("compile: unknown --target '" + target + "' (known: host, " + targetNames() + ")");
+  if (!runOn.empty() && (target == "host" || !findTarget(runOn)))
+    return usage("compile: --run-on takes a known arch (" + targetNames() + ") with a GPU target");
+  if (!runOn.empty()) {
+    std::string why = checkEmulation(*findTarget(target), *findTarget(runOn));
+    if (!why.empty()) {
+      llvm::errs() << "glm5c: error: cannot run " << target << " tiles on " << runOn << ": " << why
+                   << "\n";
+      return 1;
+    }
+  }
+  if (act != "bf16" && act != "f32")
+    return usage("compile: --activation-dtype takes bf16 or f32");
+  if (attention != "sparse" && attention != "dense")
+    return usage("compile: --attention takes sparse or dense");
+  if (attention == "dense") {
+    llvm::errs() << "glm5c: error: --attention dense is not implemented yet\n";
+    return 1;
+  }
+  if (pageSize <= 0 || pageSize > 4096 || (pageSize & (pageSize - 1)))
+    return usage("compile: --page-size takes a power of two in 1..4096");
+  auto file = glm5rt::gguf::GgufFile::open(input);
+  if (!file.isOk()) {
+    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
+    return 1;
+  }
+  mlir::MLIRContext context;
+  installDiagnosticPrinter(context);
+  auto module = importModel(context, input, /*pipeline=*/true);
+  if (!module)
+    return 1;
+  if (target != "host") {
+    const Target *t = findTarget(target);
+    (*module)->setAttr("glm.target",
+                       glm5c::glm::TargetAttr::get(&context, t->name,
+                                                   runOn.empty() ? t->name : runOn, t->smCount,
+                                                   t->maxSharedPerBlock));
+    mlir::PassManager pm(&context);
+    glm5c::GlmSpecializeKernelsOptions o;
+    o.actF32 = act == "f32";
+    pm.addPass(glm5c::createGlmSpecializeKernels(o));
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
+  glm5c::PlanOptions options;
+  options.tiles = target;
+  options.codeArch = runOn;
+  options.actF32 = act == "f32";
+  options.pageSize = pageSize;
+  options.cacheDir = NvrtcCompiler::defaultCacheDir();
+  auto bytes = glm5c::emitPlan(*module, **file, llvm::sys::path::filename(input).str(), options);
+  if (!bytes.isOk()) {
+    llvm::errs() << "glm5c: error: " << bytes.status().message() << "\n";
+    return 1;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    llvm::errs() << "glm5c: error: cannot write " << output << ": " << ec.message() << "\n";
+    return 1;
+  }
+  os.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
+  return 0;
+}
+
+int cmdInspect(int argc, char **argv) {
+  std::string input;
+  bool steps = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--steps")
+      steps = true;
+    else if (input.empty() && !a.empty() && a[0] != '-')
+      input = a;
+    else
+      return usage("inspect: unexpected argument '" + a + "'");
+  }
+  if (input.empty())
+    return usage("inspect needs a MODEL.plan");
+  auto loaded = glm5rt::plan::LoadedPlan::open(input);
+  if (!loaded.isOk()) {
+    llvm::errs() << "glm5c: error: " << loaded.status().message() << "\n";
+    return 1;
+  }
+  const glm5::plan::Plan &p = (*loaded)->plan();
+  auto &os = llvm::outs();
+  os << "plan: format " << p.format_version() << ", from " << p.gguf_name()->str()
+     << " (header fingerprint " << p.gguf_fingerprint()->str() << ")\n";
+  os << "target: tiles " << p.target()->tiles()->str() << ", code "
+     << (p.target()->code_arch() ? p.target()->code_arch()->str() : "") << ", "
+     << p.target()->sm_count() << " SMs, " << p.target()->max_shared_per_block()
+     << " B shared memory per block\n";
+  os << "activations: " << glm5::plan::EnumNameDType(p.activation_dtype()) << ", attention "
+     << glm5::plan::EnumNameAttentionMode(p.attention()) << "\n";
+  const auto *c = p.config();
+  os << "config: hidden " << c->hidden() << ", layers " << c->layers() << " (" << c->dense_layers()
+     << " dense), heads " << c->heads() << ", kv_lora " << c->kv_lora() << ", nope " << c->nope()
+     << ", rope " << c->rope() << ", v " << c->v() << ", experts " << c->experts() << " top-"
+     << c->experts_used() << ", indexer " << c->indexer_heads() << " x " << c->indexer_dim()
+     << " top-k " << c->index_topk() << ", vocab " << c->vocab() << "\n";
+  os << "kv cache: " << p.kv()->layers() << " layers x (latent " << p.kv()->latent() << " + rope "
+     << p.kv()->rope() << " + index key " << p.kv()->index_dim() << "), page size "
+     << p.kv()->page_size() << ", " << glm5::plan::EnumNameDType(p.kv()->dtype()) << "\n";
+  uint64_t wbytes = 0;
+  for (const auto *w : *p.weights())
+    wbytes += w->bytes();
+  os << "weights: " << p.weights()->size() << " tensors, " << wbytes << " bytes\n";
+  os << "kernels: " << (p.kernels() ? p.kernels()->size() : 0) << "\n";
+  if (p.kernels())
+    for (const auto *k : *p.kernels()) {
+      os << "  " << k->variant()->str() << ": " << k->threads() << " threads, "
+         << k->static_smem() << " B static + " << k->dynamic_smem()
+         << " B dynamic shared memory, ptx " << (k->ptx() ? k->ptx()->size() : 0) << " B, cubin "
+         << (k->cubin() ? k->cubin()->size() : 0) << " B, entries";
+      for (const auto *e : *k->entries())
+        os << " " << e->str();
+      os << "\n";
+    }
+  os << "buffers: " << p.buffers()->size() << "\n";
+  for (const auto *e : *p.entries()) {
+    os << "entry " << e->name()->str() << ": " << e->steps()->size() << " steps, max tokens "
+       << e->max_tokens() << ", arena " << e->arena_bytes_per_token() << " B per token, output buffer "
+       << e->output() << "\n";
+    if (!steps)
+      continue;
+    for (const auto *s : *e->steps()) {
+      os << "  " << glm5rt::plan::opKindName(s->op()) << " " << s->name()->str();
+      if (s->layer() >= 0)
+        os << " layer " << s->layer();
+      if (s->kernel() >= 0)
+        os << " kernel " << p.kernels()->Get(s->kernel())->variant()->str();
+      os << " in";
+      for (int32_t i : *s->inputs())
+        os << " " << i;
+      os << " out";
+      for (int32_t i : *s->outputs())
+        os << " " << i;
+      for (const auto *a : *s->attrs()) {
+        os << " " << a->key()->str() << "=";
+        if (a->is_float())
+          os << a->f();
+        else
+          os << a->i();
+      }
+      os << "\n";
+    }
+  }
+  return 0;
 }
 
 int cmdImport(int argc, char **argv) {
@@ -302,6 +486,10 @@ int main(int argc, char **argv) {
     return cmdKernel(argc - 2, argv + 2);
   if (cmd == "explain")
     return cmdExplain(argc - 2, argv + 2);
+  if (cmd == "compile")
+    return cmdCompile(argc - 2, argv + 2);
+  if (cmd == "inspect")
+    return cmdInspect(argc - 2, argv + 2);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     llvm::outs() << kUsage;
     return 0;

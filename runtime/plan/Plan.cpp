@@ -1,0 +1,138 @@
+// Plan verification (see Plan.h).
+#include "runtime/plan/Plan.h"
+
+#include <cinttypes>
+
+namespace glm5rt::plan {
+
+using glm5::plan::OpKind;
+
+const char *opKindName(OpKind kind) {
+  const char *name = glm5::plan::EnumNameOpKind(kind);
+  return name && *name ? name : "?";
+}
+
+StatusOr<std::unique_ptr<LoadedPlan>> LoadedPlan::open(const std::string &path) {
+  auto file = MappedFile::openRead(path);
+  if (!file.isOk())
+    return file.status();
+  std::unique_ptr<LoadedPlan> p(new LoadedPlan());
+  p->path_ = path;
+  p->file_ = std::move(file).value();
+  p->data_ = p->file_->data();
+  p->size_ = p->file_->size();
+  GLM5_RETURN_IF_ERROR(p->verify());
+  return p;
+}
+
+StatusOr<std::unique_ptr<LoadedPlan>> LoadedPlan::fromBytes(const std::string &name,
+                                                           const uint8_t *data, size_t size) {
+  std::unique_ptr<LoadedPlan> p(new LoadedPlan());
+  p->path_ = name;
+  p->data_ = data;
+  p->size_ = size;
+  GLM5_RETURN_IF_ERROR(p->verify());
+  return p;
+}
+
+Status LoadedPlan::verify() {
+  const char *f = path_.c_str();
+  if (size_ < 8 || !glm5::plan::PlanBufferHasIdentifier(data_))
+    return makeStatus(StatusCode::kDataLoss, "%s: not a glm5c plan (no \"G5PL\" identifier)", f);
+  flatbuffers::Verifier verifier(data_, size_, /*max_depth=*/64, /*max_tables=*/100000000);
+  if (!glm5::plan::VerifyPlanBuffer(verifier))
+    return makeStatus(StatusCode::kDataLoss,
+                      "%s: the plan is corrupt (flatbuffers verification failed: truncated or "
+                      "modified)", f);
+  plan_ = glm5::plan::GetPlan(data_);
+  const glm5::plan::Plan &p = *plan_;
+  if (p.format_version() != kFormatVersion)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "%s: plan format version %u, this runtime reads version %u: recompile the "
+                      "plan with a matching glm5c", f, p.format_version(), kFormatVersion);
+  if (!p.target() || !p.target()->tiles() || !p.config() || !p.kv() || !p.entries() ||
+      !p.weights() || !p.buffers())
+    return makeStatus(StatusCode::kDataLoss, "%s: plan lacks %s", f,
+                      !p.target() ? "its target" : !p.config() ? "the model config"
+                      : !p.kv() ? "the KV-cache layout" : !p.entries() ? "entry points"
+                      : !p.weights() ? "the weight table" : "the buffer table");
+  const auto *c = p.config();
+  if (c->hidden() <= 0 || c->layers() <= 0 || c->heads() <= 0 || c->vocab() <= 0 ||
+      c->kv_lora() <= 0 || c->rope() <= 0 || c->index_topk() <= 0)
+    return makeStatus(StatusCode::kDataLoss, "%s: plan.config has non-positive dims", f);
+  const uint32_t nWeights = p.weights()->size();
+  const uint32_t nKernels = p.kernels() ? p.kernels()->size() : 0;
+  const uint32_t nBuffers = p.buffers()->size();
+  for (uint32_t i = 0; i < nWeights; ++i) {
+    const auto *w = p.weights()->Get(i);
+    if (!w->name() || !w->shape() || w->shape()->size() == 0 || w->shape()->size() > 4)
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] lacks a name or a shape", f,
+                        i);
+  }
+  for (uint32_t i = 0; i < nKernels; ++i) {
+    const auto *k = p.kernels()->Get(i);
+    if (!k->variant() || !k->entries() || k->entries()->size() == 0 ||
+        (!k->cubin() && !k->ptx()))
+      return makeStatus(StatusCode::kDataLoss,
+                        "%s: plan.kernels[%u] lacks a variant name, entries or code", f, i);
+    if (k->threads() <= 0 || k->threads() > 1024 || k->dynamic_smem() < 0 ||
+        k->static_smem() < 0)
+      return makeStatus(StatusCode::kDataLoss,
+                        "%s: plan.kernels[%u] \"%s\" has an impossible launch shape", f, i,
+                        k->variant()->c_str());
+  }
+  for (uint32_t i = 0; i < nBuffers; ++i) {
+    const auto *b = p.buffers()->Get(i);
+    if (b->elems_per_token() == 0 || b->elems_per_token() > (1ull << 32))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] has %" PRIu64
+                        " elements per token", f, i, b->elems_per_token());
+  }
+  bool prefill = false, decode = false;
+  for (uint32_t e = 0; e < p.entries()->size(); ++e) {
+    const auto *entry = p.entries()->Get(e);
+    if (!entry->name() || !entry->steps())
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] lacks a name or steps", f, e);
+    prefill |= entry->name()->str() == "prefill";
+    decode |= entry->name()->str() == "decode";
+    if (entry->output() < 0 || static_cast<uint32_t>(entry->output()) >= nBuffers)
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] output buffer %d out of "
+                        "range (%u buffers)", f, e, entry->output(), nBuffers);
+    for (uint32_t s = 0; s < entry->steps()->size(); ++s) {
+      const auto *st = entry->steps()->Get(s);
+      const char *name = st->name() ? st->name()->c_str() : "?";
+      if (static_cast<uint16_t>(st->op()) > static_cast<uint16_t>(OpKind::MAX))
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": unknown "
+                          "op kind %u", f, e, s, name, static_cast<unsigned>(st->op()));
+      if (st->kernel() < -1 || (st->kernel() >= 0 && static_cast<uint32_t>(st->kernel()) >= nKernels))
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": kernel %d "
+                          "out of range (%u kernels)", f, e, s, name, st->kernel(), nKernels);
+      if (st->layer() >= c->layers())
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": layer %d "
+                          "of %d", f, e, s, name, st->layer(), c->layers());
+      auto checkIds = [&](const flatbuffers::Vector<int32_t> *ids, int lowest, uint32_t count,
+                          const char *what) -> Status {
+        if (!ids)
+          return Status::ok();
+        for (uint32_t i = 0; i < ids->size(); ++i)
+          if (ids->Get(i) < lowest || (ids->Get(i) >= 0 && static_cast<uint32_t>(ids->Get(i)) >= count))
+            return makeStatus(StatusCode::kDataLoss,
+                              "%s: plan.entries[%u].steps[%u] \"%s\": %s %d out of range (%u)", f,
+                              e, s, name, what, ids->Get(i), count);
+        return Status::ok();
+      };
+      GLM5_RETURN_IF_ERROR(checkIds(st->inputs(), -2, nBuffers, "input buffer"));
+      GLM5_RETURN_IF_ERROR(checkIds(st->outputs(), 0, nBuffers, "output buffer"));
+      GLM5_RETURN_IF_ERROR(checkIds(st->weights(), 0, nWeights, "weight"));
+    }
+  }
+  if (!prefill || !decode)
+    return makeStatus(StatusCode::kDataLoss, "%s: plan lacks the %s entry point", f,
+                      prefill ? "decode" : "prefill");
+  const auto *kv = p.kv();
+  if (kv->layers() != c->layers() || kv->latent() != c->kv_lora() || kv->rope() != c->rope() ||
+      kv->index_dim() != c->indexer_dim() || kv->page_size() <= 0)
+    return makeStatus(StatusCode::kDataLoss, "%s: plan.kv does not match the model config", f);
+  return Status::ok();
+}
+
+} // namespace glm5rt::plan

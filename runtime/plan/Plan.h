@@ -1,0 +1,39 @@
+// Loading a plan: flatbuffers verification, then semantic checks (indices in range, sizes
+// consistent, entry points present), every failure a status naming the element
+// (`plan.entries[1].steps[17] "blk.3.attn_q_b": ...`). After load the hot path trusts the plan.
+#pragma once
+
+#include "runtime/schema/plan_generated.h"
+#include "runtime/support/mapped_file.h"
+#include "runtime/support/status.h"
+
+#include <memory>
+#include <string>
+
+namespace glm5rt::plan {
+
+// Bumped whenever plan.fbs changes incompatibly; a plan of another version is refused.
+inline constexpr uint32_t kFormatVersion = 1;
+
+class LoadedPlan {
+public:
+  static StatusOr<std::unique_ptr<LoadedPlan>> open(const std::string &path);
+  // Verifies bytes held by the caller (they must outlive the LoadedPlan).
+  static StatusOr<std::unique_ptr<LoadedPlan>> fromBytes(const std::string &name,
+                                                         const uint8_t *data, size_t size);
+  const glm5::plan::Plan &plan() const { return *plan_; }
+  const std::string &path() const { return path_; }
+
+private:
+  Status verify();
+
+  std::string path_;
+  std::unique_ptr<MappedFile> file_;
+  const glm5::plan::Plan *plan_ = nullptr;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+const char *opKindName(glm5::plan::OpKind kind);
+
+} // namespace glm5rt::plan
