@@ -49,6 +49,14 @@ __device__ __forceinline__ void glm_act_store(glm_act *p, long long i, float v) 
 }
 #endif
 
+// 2^x with the hardware's approximate instruction (rel. error ~2^-22); NVRTC runs without
+// --use_fast_math, so plain expf/exp2f/sincosf stay accurate where a kernel needs them.
+__device__ __forceinline__ float glm_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float glm_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)

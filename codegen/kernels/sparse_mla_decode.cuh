@@ -195,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
       for (int w = 0; w < GLM_WARPS; ++w)
         tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
       m_new[r] = fmaxf(m_run[r], tm);
-      alpha[r] = exp2f(m_run[r] - m_new[r]); // 1 while both are still GLM_MASKED
+      alpha[r] = glm_exp2(m_run[r] - m_new[r]); // 1 while both are still GLM_MASKED
     }
 
     // P = exp2(S - m_new) (0 for masked slots), as bf16 into shared memory; row partial sums.
@@ -205,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
       float p[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        p[e] = s[n][e] == GLM_MASKED ? 0.f : exp2f(s[n][e] - m_new[e / 2]);
+        p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_new[e / 2]);
         sum[e / 2] += p[e];
       }
       int col = tok0 + n * 8 + 2 * t;

@@ -121,8 +121,9 @@ StatusOr<CompiledKernel> compileUncached(const KernelSource &k) {
   if (r != NVRTC_SUCCESS)
     return makeStatus(StatusCode::kInternal, "kernel %s: nvrtcCreateProgram: %s", k.name.c_str(),
                       nvrtcGetErrorString(r));
-  std::vector<std::string> opts = {"-arch=" + k.arch, "-std=c++17", "-Xptxas=-v",
-                                   "--use_fast_math"};
+  // No --use_fast_math: kernels opt into approximate math explicitly (glm_exp2), so the f32
+  // validation instantiations stay exact where they need to be.
+  std::vector<std::string> opts = {"-arch=" + k.arch, "-std=c++17", "-Xptxas=-v"};
   opts.insert(opts.end(), k.options.begin(), k.options.end());
   std::vector<const char *> optPtrs;
   for (const std::string &o : opts)

@@ -15,15 +15,24 @@ int64_t dim(const KernelQuery &q, const char *name, int64_t fallback) {
 KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   KernelChoice c;
   c.family = "sparse_mla_decode";
-  if (q.actF32) {
-    c.rejected.push_back({"sparse_mla_decode_bf16", "needs bf16 activations and cache "
-                                                    "(no f32 instantiation yet)"});
-    return c;
-  }
   MlaShape shape;
   shape.latent = dim(q, "latent", 512);
   shape.rope = dim(q, "rope", 64);
   shape.topk = dim(q, "topk", 2048);
+  if (q.actF32) {
+    c.rejected.push_back({"sparse_mla_decode_bf16", "needs bf16 activations and cache"});
+    auto src = sparseMlaF32Source(shape);
+    if (!src.isOk()) {
+      c.rejected.push_back({"sparse_mla_f32", src.status().message()});
+      return c;
+    }
+    c.ok = true;
+    c.variant = "sparse_mla_f32";
+    c.threads = 128;
+    c.source = *src;
+    c.entries = {"sparse_mla_f32"};
+    return c;
+  }
   auto cfg = selectSparseMlaDecode(tiles, shape);
   if (!cfg.isOk()) {
     // The family's message lists its candidates, one per line after the first.

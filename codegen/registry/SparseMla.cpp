@@ -69,3 +69,26 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
 }
 
 } // namespace glm5c::codegen
+
+namespace glm5c::codegen {
+
+int64_t sparseMlaF32StaticSmem(const MlaShape &s) {
+  return s.topk * 8 + (s.latent + s.rope) * 4 + 4 * 4;
+}
+
+glm5rt::StatusOr<std::string> sparseMlaF32Source(const MlaShape &s) {
+  // Static shared memory is capped at 48 KB per block without the opt-in attribute.
+  if (sparseMlaF32StaticSmem(s) > 48 * 1024)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "sparse_mla_f32 keeps %lld scores in static shared memory: %lld B > 49152 B",
+                      static_cast<long long>(s.topk),
+                      static_cast<long long>(sparseMlaF32StaticSmem(s)));
+  if (s.latent % 128 != 0)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "sparse_mla_f32 needs a latent width divisible by its 128 threads");
+  return "// sparse_mla_f32\n#define GLM_ACT_F32 1\n#define GLM_D_LATENT " +
+         std::to_string(s.latent) + "\n#define GLM_D_ROPE " + std::to_string(s.rope) +
+         "\n#define GLM_TOPK " + std::to_string(s.topk) + "\n#include \"sparse_mla_f32.cuh\"\n";
+}
+
+} // namespace glm5c::codegen

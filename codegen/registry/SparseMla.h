@@ -44,4 +44,9 @@ int sparseMlaDecodeSplits(const SparseMlaDecodeConfig &cfg, const Target &tiles,
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg);
 
+// The fp32 validation variant (sparse_mla_f32.cuh): one CTA per (row, head), 128 threads,
+// static shared memory only. Fails when the top-k does not fit its static shared memory.
+glm5rt::StatusOr<std::string> sparseMlaF32Source(const MlaShape &shape);
+int64_t sparseMlaF32StaticSmem(const MlaShape &shape);
+
 } // namespace glm5c::codegen

@@ -66,3 +66,49 @@ GPU_TEST(sparse_mla_decode) {
     report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
   }
 }
+
+// The fp32 validation variant against the same reference: fp32 math, bound 1e-5.
+GPU_TEST(sparse_mla_f32) {
+  MlaShape shape;
+  GPU_TRY(src, sparseMlaF32Source(shape));
+  GPU_TRY(mod, ctx.build("sparse_mla_f32", src));
+  if (ctx.compileOnly)
+    return;
+  GPU_TRY(fn, ctx.function(mod, "sparse_mla_f32"));
+  const int D = 576, L = 512, R = 64, topk = 2048;
+  struct Case {
+    int T, H, ctx;
+  } cases[] = {{1, 8, 4096}, {3, 20, 3000}, {2, 64, 100}};
+  for (const Case &c : cases) {
+    Rng rng(c.T * 17 + c.H);
+    std::vector<float> q = rng.vec(size_t(c.T) * c.H * D), kv = rng.vec(size_t(c.ctx) * D);
+    std::vector<int32_t> idx(size_t(c.T) * topk, -1);
+    for (int t = 0; t < c.T; ++t)
+      for (int i = 0; i < std::min(topk, c.ctx); ++i) {
+        uint64_t r = rng.next();
+        idx[size_t(t) * topk + i] = r % 9 == 0 ? -1 : static_cast<int>(r % c.ctx);
+      }
+    cu::DevicePtr dq = ctx.upload(q), dkv = ctx.upload(kv), didx = ctx.upload(idx);
+    cu::DevicePtr out = ctx.alloc(size_t(c.T) * c.H * L * 4), lse = ctx.alloc(size_t(c.T) * c.H * 4);
+    int heads = c.H, slots = c.ctx;
+    float scale = 1.0f / 16.0f;
+    ctx.launch(fn, c.H, c.T, 1, 128, 0, &dq, &dkv, &didx, &out, &lse, &heads, &slots, &scale);
+    std::vector<float> gotO = ctx.download<float>(out, size_t(c.T) * c.H * L);
+    std::vector<float> gotL = ctx.download<float>(lse, size_t(c.T) * c.H);
+    std::vector<float> latent(size_t(c.ctx) * L), rope(size_t(c.ctx) * R);
+    for (int i = 0; i < c.ctx; ++i)
+      for (int d = 0; d < D; ++d)
+        (d < L ? latent[size_t(i) * L + d] : rope[size_t(i) * R + d - L]) = kv[size_t(i) * D + d];
+    std::vector<float> ql(size_t(c.T) * c.H * L), qr(size_t(c.T) * c.H * R);
+    for (size_t r = 0; r < size_t(c.T) * c.H; ++r)
+      for (int d = 0; d < D; ++d)
+        (d < L ? ql[r * L + d] : qr[r * R + d - L]) = q[r * D + d];
+    std::vector<float> refO(size_t(c.T) * c.H * L), refL(size_t(c.T) * c.H);
+    glm5rt::host::sparseMla(ql.data(), qr.data(), c.T, c.H, L, R, latent.data(), rope.data(),
+                            c.ctx, idx.data(), topk, scale, refO.data(), refL.data());
+    std::string what = "T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
+                       " ctx=" + std::to_string(c.ctx);
+    report.expectRelErr("sparse_mla_f32 out " + what, relErr(gotO, refO), 1e-5);
+    report.expectRelErr("sparse_mla_f32 lse " + what, relErr(gotL, refL), 1e-5);
+  }
+}
