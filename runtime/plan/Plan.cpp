@@ -135,4 +135,29 @@ Status LoadedPlan::verify() {
   return Status::ok();
 }
 
+Status checkGguf(const glm5::plan::Plan &p, const gguf::GgufFile &gguf,
+                 const std::string &planPath) {
+  std::string fp = gguf::headerFingerprint(gguf);
+  if (!p.gguf_fingerprint() || p.gguf_fingerprint()->str() != fp)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s does not match the plan %s: the plan was compiled from %s (header "
+                      "fingerprint %s), this file's fingerprint is %s; recompile the plan for it",
+                      gguf.path().c_str(), planPath.c_str(),
+                      p.gguf_name() ? p.gguf_name()->c_str() : "?",
+                      p.gguf_fingerprint() ? p.gguf_fingerprint()->c_str() : "none", fp.c_str());
+  for (uint32_t i = 0; i < p.weights()->size(); ++i) {
+    const auto *w = p.weights()->Get(i);
+    const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
+    bool same = t && static_cast<uint32_t>(t->type) == w->ggml_type() &&
+                t->nDims == w->shape()->size() && t->bytes == w->bytes();
+    for (uint32_t d = 0; same && d < t->nDims; ++d)
+      same = t->ne[d] == w->shape()->Get(d);
+    if (!same)
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "%s: tensor '%s' (plan.weights[%u]) is missing or differs from the plan",
+                        gguf.path().c_str(), w->name()->c_str(), i);
+  }
+  return Status::ok();
+}
+
 } // namespace glm5rt::plan

@@ -3,6 +3,7 @@
 // (`plan.entries[1].steps[17] "blk.3.attn_q_b": ...`). After load the hot path trusts the plan.
 #pragma once
 
+#include "runtime/gguf/gguf_reader.h"
 #include "runtime/schema/plan_generated.h"
 #include "runtime/support/mapped_file.h"
 #include "runtime/support/status.h"
@@ -35,5 +36,10 @@ private:
 };
 
 const char *opKindName(glm5::plan::OpKind kind);
+
+// Checks that `gguf` is the file the plan was compiled from (header fingerprint) and that every
+// weight of the table is there with the recorded type and shape. `planPath` names the plan.
+Status checkGguf(const glm5::plan::Plan &plan, const gguf::GgufFile &gguf,
+                 const std::string &planPath);
 
 } // namespace glm5rt::plan

@@ -1,0 +1,231 @@
+// Host execution of plan steps (see Backend.h). Each step's semantics come from its kind and
+// attributes (docs/plan.md); shapes from its buffers.
+#include "runtime/host/Backend.h"
+
+#include <cinttypes>
+#include <cstring>
+
+namespace glm5rt::host {
+
+namespace pl = glm5::plan;
+
+namespace {
+
+const pl::Attr *findAttr(const pl::Step &s, const char *key) {
+  if (!s.attrs())
+    return nullptr;
+  for (const pl::Attr *a : *s.attrs())
+    if (a->key() && a->key()->str() == key)
+      return a;
+  return nullptr;
+}
+
+int64_t product(const flatbuffers::Vector<int64_t> *shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < shape->size(); ++i)
+    n *= shape->Get(static_cast<flatbuffers::uoffset_t>(i));
+  return n;
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loaded,
+                                                   const gguf::GgufFile &gguf,
+                                                   int64_t capacity) {
+  const pl::Plan &p = loaded.plan();
+  GLM5_RETURN_IF_ERROR(plan::checkGguf(p, gguf, loaded.path()));
+  std::unique_ptr<Backend> b(new Backend(p));
+  for (uint32_t i = 0; i < p.weights()->size(); ++i) {
+    const pl::Weight *w = p.weights()->Get(i);
+    const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
+    Weight hw;
+    hw.type = t->type;
+    hw.data = t->data;
+    hw.nDims = t->nDims;
+    for (uint32_t d = 0; d < 4; ++d)
+      hw.ne[d] = t->ne[d];
+    GLM5_RETURN_IF_ERROR(checkWeight(hw, w->name()->c_str()));
+    b->weights_.push_back(hw);
+  }
+  if (capacity <= 0 || capacity > (1 << 24))
+    return makeStatus(StatusCode::kInvalidArgument, "context capacity %" PRId64
+                      " must be in 1..16777216", capacity);
+  auto cache = KVCache::create(p.kv()->layers(), capacity, p.kv()->latent(), p.kv()->rope(),
+                               p.kv()->index_dim());
+  if (!cache.isOk())
+    return cache.status();
+  b->cache_ = std::move(cache).value();
+  b->f_.resize(p.buffers()->size());
+  b->i_.resize(p.buffers()->size());
+  b->contextWidth_.assign(p.buffers()->size(), 0);
+  return b;
+}
+
+Status Backend::run(const std::string &entry, const int32_t *tokens, const int32_t *positions,
+                    int64_t T, std::vector<float> *logits) {
+  const pl::EntryPoint *ep = nullptr;
+  for (const pl::EntryPoint *e : *plan_.entries())
+    if (e->name()->str() == entry)
+      ep = e;
+  if (!ep)
+    return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());
+  if (T <= 0 || (ep->max_tokens() > 0 && T > ep->max_tokens()))
+    return makeStatus(StatusCode::kInvalidArgument, "%s takes 1..%d tokens, not %" PRId64,
+                      entry.c_str(), ep->max_tokens() > 0 ? ep->max_tokens() : INT32_MAX, T);
+  for (int64_t t = 0; t < T; ++t)
+    if (positions[t] < 0 || positions[t] >= cache_.capacity())
+      return makeStatus(StatusCode::kResourceExhausted,
+                        "position %d is beyond the context capacity of %" PRId64 " tokens",
+                        positions[t], cache_.capacity());
+  int index = 0;
+  for (const pl::Step *s : *ep->steps()) {
+    Status st = runStep(*s, T, tokens, positions);
+    if (!st.isOk())
+      return st.withContext(strFormat("%s step %d (%s %s)", entry.c_str(), index,
+                                      plan::opKindName(s->op()), s->name()->c_str()));
+    if (trace_ && s->outputs() && s->outputs()->size() > 0) {
+      int out = s->outputs()->Get(0);
+      std::vector<float> asFloat;
+      const std::vector<float> *view = &f_[out];
+      if (plan_.buffers()->Get(out)->dtype() == pl::DType::I32) {
+        asFloat.assign(i_[out].begin(), i_[out].end());
+        view = &asFloat;
+      }
+      trace_({s, index, view}, traceUser_);
+    }
+    ++index;
+  }
+  *logits = f_[ep->output()];
+  return Status::ok();
+}
+
+Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
+                        const int32_t *positions) {
+  auto attrI = [&](const char *k) -> int64_t {
+    const pl::Attr *a = findAttr(s, k);
+    return a ? a->i() : 0;
+  };
+  auto attrF = [&](const char *k) -> float {
+    const pl::Attr *a = findAttr(s, k);
+    return a ? static_cast<float>(a->f()) : 0.f;
+  };
+  auto weight = [&](const char *k) -> const Weight & {
+    return weights_[static_cast<size_t>(attrI((std::string("weight.") + k).c_str()))];
+  };
+  auto in = [&](int i) -> int { return s.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i)); };
+  auto out = [&](int i) -> int { return s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i)); };
+  auto buf = [&](int id) -> const pl::Buffer & { return *plan_.buffers()->Get(id); };
+  auto elems = [&](int id) -> int64_t { return static_cast<int64_t>(buf(id).elems_per_token()); };
+  auto lastDim = [&](int id) -> int64_t {
+    return buf(id).shape()->Get(buf(id).shape()->size() - 1);
+  };
+  // Output buffers are sized for this chunk (per-context ones by the caller below).
+  auto outF = [&](int i) -> float * {
+    std::vector<float> &v = f_[out(i)];
+    v.assign(static_cast<size_t>(T * elems(out(i))), 0.f);
+    return v.data();
+  };
+  auto outI = [&](int i) -> int32_t * {
+    std::vector<int32_t> &v = i_[out(i)];
+    v.assign(static_cast<size_t>(T * elems(out(i))), -1);
+    return v.data();
+  };
+  auto inF = [&](int i) -> const float * { return f_[in(i)].data(); };
+  auto inI = [&](int i) -> const int32_t * { return i_[in(i)].data(); };
+  const int64_t layer = s.layer();
+
+  switch (s.op()) {
+  case pl::OpKind::Embed:
+    return embed(tokens, T, weight("table"), outF(0));
+  case pl::OpKind::RmsNorm: {
+    int64_t D = lastDim(out(0));
+    return rmsNorm(inF(0), T * elems(out(0)) / D, D, weight("weight"), attrF("eps"), outF(0));
+  }
+  case pl::OpKind::LayerNorm: {
+    int64_t D = lastDim(out(0));
+    return layerNorm(inF(0), T * elems(out(0)) / D, D, weight("weight"), weight("bias"),
+                     attrF("eps"), outF(0));
+  }
+  case pl::OpKind::Linear:
+  case pl::OpKind::Logits:
+    return linear(inF(0), T, elems(in(0)), weight("weight"), outF(0));
+  case pl::OpKind::HeadLinear:
+    return headLinear(inF(0), T, buf(in(0)).shape()->size() == 1, weight("weight"),
+                      attrI("transpose") != 0, outF(0));
+  case pl::OpKind::Slice: {
+    int64_t inW = lastDim(in(0)), outW = lastDim(out(0)), off = attrI("offset");
+    int64_t rows = T * elems(in(0)) / inW;
+    float *y = outF(0);
+    const float *x = inF(0);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(y + r * outW, x + r * inW + off, sizeof(float) * outW);
+    return Status::ok();
+  }
+  case pl::OpKind::Rope: {
+    int64_t W = lastDim(out(0));
+    float *y = outF(0);
+    std::memcpy(y, inF(0), sizeof(float) * T * elems(out(0)));
+    rope(y, T, elems(out(0)) / W, W, positions, attrF("theta"), attrI("dim"), attrI("offset"));
+    return Status::ok();
+  }
+  case pl::OpKind::CacheAppend:
+  case pl::OpKind::RopeCacheAppend: {
+    // Inputs after positions (-2): latent, rope key, index key.
+    const float *latent = inF(1);
+    std::vector<float> kpe(f_[in(2)].begin(), f_[in(2)].end());
+    std::vector<float> kidx(f_[in(3)].begin(), f_[in(3)].end());
+    if (s.op() == pl::OpKind::RopeCacheAppend) {
+      int64_t d = attrI("rope_dim");
+      rope(kpe.data(), T, 1, lastDim(in(2)), positions, attrF("theta"), d, 0);
+      rope(kidx.data(), T, 1, lastDim(in(3)), positions, attrF("theta"), d, 0);
+    }
+    return cache_.append(layer, positions, T, latent, kpe.data(), kidx.data());
+  }
+  case pl::OpKind::IndexerScore: {
+    int64_t HI = lastDim(in(1)), DI = lastDim(in(0)), n = cache_.length(layer);
+    std::vector<float> &v = f_[out(0)];
+    v.assign(static_cast<size_t>(T * n), 0.f);
+    contextWidth_[out(0)] = n;
+    indexerScore(inF(0), inF(1), T, HI, DI, cache_.indexKey(layer), n, positions, attrF("scale"),
+                 v.data());
+    return Status::ok();
+  }
+  case pl::OpKind::TopK: {
+    int64_t n = contextWidth_[in(0)], k = attrI("k");
+    topK(inF(0), T, n, positions, k, outI(0));
+    return Status::ok();
+  }
+  case pl::OpKind::SparseMla: {
+    int64_t H = buf(in(0)).shape()->Get(0), L = lastDim(in(0)), R = lastDim(in(1));
+    int64_t K = lastDim(in(2));
+    sparseMla(inF(0), inF(1), T, H, L, R, cache_.latent(layer), cache_.ropeKey(layer),
+              cache_.length(layer), inI(2), K, attrF("scale"), outF(0), outF(1));
+    return Status::ok();
+  }
+  case pl::OpKind::MoEGate:
+    return moeGate(inF(0), T, lastDim(in(0)), weight("bias"), attrI("top_k"),
+                   attrI("normalize") != 0, attrF("scale"), outF(0), outI(1));
+  case pl::OpKind::MoERouter: {
+    const Weight &w = weight("weight");
+    std::vector<float> logits(static_cast<size_t>(T * w.ne[1]));
+    GLM5_RETURN_IF_ERROR(linear(inF(0), T, elems(in(0)), w, logits.data()));
+    return moeGate(logits.data(), T, static_cast<int64_t>(w.ne[1]), weight("bias"),
+                   attrI("top_k"), attrI("normalize") != 0, attrF("scale"), outF(0), outI(1));
+  }
+  case pl::OpKind::MoEExperts:
+    return moeExperts(inF(0), T, inF(1), inI(2), lastDim(in(1)), weight("gate"), weight("up"),
+                      weight("down"), outF(0));
+  case pl::OpKind::SwiGLU:
+    return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
+  case pl::OpKind::Add: {
+    int64_t n = T * elems(out(0));
+    const float *a = inF(0), *b = inF(1);
+    add(a, b, n, outF(0));
+    return Status::ok();
+  }
+  }
+  return makeStatus(StatusCode::kUnimplemented, "op kind %u has no host implementation",
+                    static_cast<unsigned>(s.op()));
+}
+
+} // namespace glm5rt::host
