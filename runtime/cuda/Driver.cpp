@@ -176,8 +176,11 @@ Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigne
   return check(api_->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, nullptr),
                "cuLaunchKernel", what);
 }
+// A blocking stream (flags 0): it stays ordered with the legacy default stream, where the
+// synchronous-API copies and memsets (cuMemcpyHtoD from pageable memory, cuMemsetD8) run, so a
+// kernel never overtakes the upload or poisoning of its buffers.
 Status Driver::streamCreate(Stream *s) {
-  return check(api_->cuStreamCreate(s, 1 /*CU_STREAM_NON_BLOCKING*/), "cuStreamCreate", "");
+  return check(api_->cuStreamCreate(s, 0), "cuStreamCreate", "");
 }
 Status Driver::synchronize(Stream s) {
   return check(api_->cuStreamSynchronize(s), "cuStreamSynchronize", "");
