@@ -31,13 +31,12 @@ __device__ __forceinline__ float glm_act_round(float v) {
 #if defined(GLM_ELEM_ROPE) || defined(GLM_ELEM_CACHE)
 // (cos, sin) of pos * theta^(-2i / dim), the angle of interleaved pair i (docs/model.md "RoPE").
 // The inverse frequency, the angle and its sine and cosine are computed in double, as the host
-// reference does: NVRTC compiles with --use_fast_math, which turns sinf / cosf / sincosf into
-// __sinf / __cosf, whose error grows with the argument (angles reach 2e5 rad at the longest
-// contexts), and a float angle alone would be off by up to ~1e-2 rad there. Double math is not
-// affected by fast math. sincospi (of angle / pi, off from the host's angle by a few double
-// ulps: < 1e-10 rad at 2e5 rad) reduces its argument exactly, so it needs neither sincos's
-// large-argument path nor its local-memory stack frame. Called once per (token, pair), never per
-// row.
+// reference does: angles reach 2e5 rad at the longest contexts, where a float angle alone is off
+// by up to ~1e-2 rad, and where __sinf / __cosf (what sinf / cosf become under --use_fast_math)
+// are worse still; double math is the same under either NVRTC setting. sincospi (of angle / pi, off
+// from the host's angle by a few double ulps: < 1e-10 rad at 2e5 rad) reduces its argument
+// exactly, so it needs neither sincos's large-argument path nor its local-memory stack frame.
+// Called once per (token, pair), never per row.
 __device__ __forceinline__ float2 glm_rope_cs(int pos, int i, int dim, float theta) {
   const double inv_freq_over_pi =
       pow(static_cast<double>(theta), -2.0 * i / dim) * 0.31830988618379067154;
@@ -103,8 +102,8 @@ __device__ __forceinline__ GlmNormRow glm_norm_row(int rows) {
 // y = w * x / sqrt(mean(x^2) + eps) per row: x [rows] with row stride ld_x (a row may be a slice
 // of a wider one, e.g. the latent of the 576-wide kv_a output), w {GLM_D} F32, y [rows, GLM_D].
 extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
-    rms_norm(const glm_act *__restrict__ x, const float *__restrict__ w,
-             glm_act *__restrict__ y, int rows, long long ld_x, float eps) {
+    rms_norm(const glm_act *__restrict__ x, const float *__restrict__ w, glm_act *__restrict__ y,
+             int rows, long long ld_x, float eps) {
   __shared__ float red[GLM_NORM_THREADS / 32];
   const GlmNormRow r = glm_norm_row(rows);
   float v[GLM_EPT];
@@ -252,17 +251,15 @@ static_assert(GLM_PAGE >= 1, "page size");
 // one from writing outside the cache). Inputs are rows with strides (in values) ld_*, so the
 // rope key can be read straight out of the 576-wide kv_a output.
 template <bool kRotate>
-__device__ __forceinline__ void
-glm_cache_append(const glm_act *__restrict__ latent, long long ld_latent,
-                 const glm_act *__restrict__ rope_key, long long ld_rope,
-                 const glm_act *__restrict__ index_key, long long ld_index,
-                 const int32_t *__restrict__ positions, const int32_t *__restrict__ seq_ids,
-                 const int32_t *__restrict__ block_table, int pages_per_seq,
-                 glm_act *__restrict__ kv_cache, glm_act *__restrict__ index_cache,
-                 long long num_slots, int num_tokens, float theta) {
+__device__ __forceinline__ void glm_cache_append(
+    const glm_act *__restrict__ latent, long long ld_latent, const glm_act *__restrict__ rope_key,
+    long long ld_rope, const glm_act *__restrict__ index_key, long long ld_index,
+    const int32_t *__restrict__ positions, const int32_t *__restrict__ seq_ids,
+    const int32_t *__restrict__ block_table, int pages_per_seq, glm_act *__restrict__ kv_cache,
+    glm_act *__restrict__ index_cache, long long num_slots, int num_tokens, float theta) {
   const int lane = threadIdx.x % 32;
-  const long long t = static_cast<long long>(blockIdx.x) * GLM_CACHE_TOKENS_PER_CTA +
-                      threadIdx.x / 32;
+  const long long t =
+      static_cast<long long>(blockIdx.x) * GLM_CACHE_TOKENS_PER_CTA + threadIdx.x / 32;
   if (t >= num_tokens) // warp-uniform; the kernel has no barrier
     return;
   const int pos = positions[t];

@@ -5,12 +5,12 @@
 
 namespace glm5c::codegen {
 
-using glm5rt::StatusCode;
 using glm5rt::makeStatus;
+using glm5rt::StatusCode;
 
 namespace {
 
-constexpr uint32_t kF32 = 0; // ggml type id of F32 (runtime/gguf/ggml_types.h)
+constexpr uint32_t kF32 = 0;            // ggml type id of F32 (runtime/gguf/ggml_types.h)
 constexpr int kMaxValuesPerThread = 16; // a norm row slice held in registers, per thread
 constexpr int kNormThreadCandidates[] = {32, 64, 128, 256, 384, 512, 768, 1024};
 
@@ -55,7 +55,9 @@ void reject(std::string &list, const std::string &candidate, const std::string &
   list += "\n  " + candidate + ": " + reason;
 }
 
-std::string actDefine(bool f32) { return std::string("#define GLM_ACT_F32 ") + (f32 ? "1" : "0") + "\n"; }
+std::string actDefine(bool f32) {
+  return std::string("#define GLM_ACT_F32 ") + (f32 ? "1" : "0") + "\n";
+}
 
 std::string define(const char *name, int64_t v) {
   return std::string("#define ") + name + " " + std::to_string(v) + "\n";
@@ -120,8 +122,8 @@ int64_t normGrid(const NormConfig &cfg, int64_t rows) {
 
 glm5rt::StatusOr<RopeConfig> selectRope(const Target &tiles, const RopeShape &s) {
   const std::string name = std::string("rope_") + act(s.actF32) + "_w" + std::to_string(s.width) +
-                           "_r" + std::to_string(s.rowsPerToken) + "_o" +
-                           std::to_string(s.offset) + "_d" + std::to_string(s.dim);
+                           "_r" + std::to_string(s.rowsPerToken) + "_o" + std::to_string(s.offset) +
+                           "_d" + std::to_string(s.dim);
   std::string why;
   if (s.dim <= 0 || s.dim % 2 != 0)
     why = "needs a positive, even rotated width (whole pairs), got " + std::to_string(s.dim);
@@ -160,17 +162,16 @@ std::string ropeSource(const RopeConfig &cfg) {
 glm5rt::StatusOr<CacheAppendConfig> selectCacheAppend(const Target &tiles,
                                                       const CacheAppendShape &s) {
   const char *entry = s.rotate ? "rope_cache_append" : "cache_append";
-  const std::string name =
-      std::string(entry) + "_" + act(s.actF32) + "_p" + std::to_string(s.page);
+  const std::string name = std::string(entry) + "_" + act(s.actF32) + "_p" + std::to_string(s.page);
   std::string why;
   if (s.latent <= 0 || s.rope <= 0 || s.index <= 0)
     why = "needs positive widths, got latent " + std::to_string(s.latent) + ", rope " +
           std::to_string(s.rope) + ", index " + std::to_string(s.index);
   else if (s.rope % 2 != 0 || s.index % 2 != 0)
-    why = "needs even key widths (whole pairs), got rope " + std::to_string(s.rope) +
-          ", index " + std::to_string(s.index);
-  else if (s.rotate && (s.ropeDim <= 0 || s.ropeDim % 2 != 0 || s.ropeDim > s.rope ||
-                        s.ropeDim > s.index))
+    why = "needs even key widths (whole pairs), got rope " + std::to_string(s.rope) + ", index " +
+          std::to_string(s.index);
+  else if (s.rotate &&
+           (s.ropeDim <= 0 || s.ropeDim % 2 != 0 || s.ropeDim > s.rope || s.ropeDim > s.index))
     why = "needs a positive, even rope_dim within both keys, got " + std::to_string(s.ropeDim) +
           " for keys of " + std::to_string(s.rope) + " and " + std::to_string(s.index);
   else if (s.page < 1 || s.page > (int64_t{1} << 20))

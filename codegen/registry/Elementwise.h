@@ -18,21 +18,21 @@ enum class NormKind { Rms, AddRms, Layer };
 
 struct NormShape {
   NormKind kind = NormKind::Rms;
-  int64_t width = 6144;     // values per row (GLM_D)
-  uint32_t weightType = 0;  // ggml type id of the weight; only F32 (0) is implemented
-  uint32_t biasType = 0;    // layer norm only; only F32
-  bool actF32 = false;      // --activation-dtype f32
+  int64_t width = 6144;    // values per row (GLM_D)
+  uint32_t weightType = 0; // ggml type id of the weight; only F32 (0) is implemented
+  uint32_t biasType = 0;   // layer norm only; only F32
+  bool actF32 = false;     // --activation-dtype f32
 };
 
 struct NormConfig {
-  std::string variant;      // "rms_norm_bf16_d6144_t384"
-  std::string entry;        // "rms_norm", "add_rms_norm" or "layer_norm"
+  std::string variant; // "rms_norm_bf16_d6144_t384"
+  std::string entry;   // "rms_norm", "add_rms_norm" or "layer_norm"
   NormShape shape;
-  int threadsPerRow = 32;   // GLM_TPR: 32 = one warp per row
-  int rowsPerCta = 8;       // GLM_ROWS_PER_CTA
-  int threads = 256;        // threadsPerRow * rowsPerCta
-  int valuesPerThread = 0;  // ceil(width / threadsPerRow), held in registers
-  int64_t dynamicSmem = 0;  // none: the row sums use static shared memory
+  int threadsPerRow = 32;  // GLM_TPR: 32 = one warp per row
+  int rowsPerCta = 8;      // GLM_ROWS_PER_CTA
+  int threads = 256;       // threadsPerRow * rowsPerCta
+  int valuesPerThread = 0; // ceil(width / threadsPerRow), held in registers
+  int64_t dynamicSmem = 0; // none: the row sums use static shared memory
 };
 
 // Kernel arguments (docs in elementwise.cuh), grid = ceil(rows / rowsPerCta):
@@ -56,7 +56,7 @@ struct RopeShape {
 };
 
 struct RopeConfig {
-  std::string variant;       // "rope_bf16_w256_r64_o192_d64"
+  std::string variant; // "rope_bf16_w256_r64_o192_d64"
   std::string entry = "rope";
   RopeShape shape;
   int threads = 128;
@@ -71,20 +71,20 @@ std::string ropeSource(const RopeConfig &cfg);
 // ---- Paged KV-cache append (rope_cache_append, cache_append) --------------------------------
 
 struct CacheAppendShape {
-  int64_t latent = 512;  // kv_lora; the kv row is [latent | rope]
-  int64_t rope = 64;     // rope key width
-  int64_t index = 128;   // indexer key width (its own cache rows)
-  int64_t ropeDim = 64;  // leading values of both keys rotated (rotate only)
-  int64_t page = 1;      // cache slots per page (GLM_PAGE)
-  bool rotate = true;    // rope_cache_append; false: cache_append
-  bool actF32 = false;   // also the cache dtype
+  int64_t latent = 512; // kv_lora; the kv row is [latent | rope]
+  int64_t rope = 64;    // rope key width
+  int64_t index = 128;  // indexer key width (its own cache rows)
+  int64_t ropeDim = 64; // leading values of both keys rotated (rotate only)
+  int64_t page = 1;     // cache slots per page (GLM_PAGE)
+  bool rotate = true;   // rope_cache_append; false: cache_append
+  bool actF32 = false;  // also the cache dtype
 };
 
 struct CacheAppendConfig {
-  std::string variant;   // "rope_cache_append_bf16_p16"
-  std::string entry;     // "rope_cache_append" or "cache_append"
+  std::string variant; // "rope_cache_append_bf16_p16"
+  std::string entry;   // "rope_cache_append" or "cache_append"
   CacheAppendShape shape;
-  int threads = 128;     // one warp per token
+  int threads = 128; // one warp per token
   int tokensPerCta = 4;
   int64_t dynamicSmem = 0;
 };
@@ -101,7 +101,7 @@ std::string cacheAppendSource(const CacheAppendConfig &cfg);
 // ---- Pointwise: swiglu_mul (y = silu(g) * u, separate g and u buffers) and add --------------
 
 struct PointwiseConfig {
-  std::string variant;   // "pointwise_bf16"
+  std::string variant; // "pointwise_bf16"
   std::vector<std::string> entries = {"swiglu_mul", "add"};
   bool actF32 = false;
   int threads = 256;

@@ -38,6 +38,16 @@ constexpr float kTheta = 1.0e6f;
 
 unsigned grid(int64_t n) { return static_cast<unsigned>(n); }
 
+// Launches after the buffers are ready. Context::alloc's poison (cuMemsetD8) and upload
+// (cuMemcpyHtoD from pageable memory) are asynchronous on the legacy default stream, which does
+// not order with the test's non-blocking stream: without this wait a late poison can land over
+// a kernel's output (seen on the H200 as a NaN cache row).
+template <typename... Args>
+void launch(Context &ctx, cu::Function f, unsigned blocks, unsigned threads, Args *...args) {
+  Context::check(ctx.drv->synchronize(nullptr));
+  ctx.launch(f, blocks, 1, 1, threads, 0, args...);
+}
+
 } // namespace
 
 GPU_TEST(elementwise_norms) {
@@ -45,15 +55,15 @@ GPU_TEST(elementwise_norms) {
     NormKind kind;
     int64_t D;
     int rows;
-    int64_t ld;  // input row stride (rms_norm, layer_norm)
-    bool alias;  // add_rms_norm writes h over a
+    int64_t ld; // input row stride (rms_norm, layer_norm)
+    bool alias; // add_rms_norm writes h over a
   } cases[] = {
-      {NormKind::Rms, 6144, 13, 6144, false},     {NormKind::Rms, 2048, 13, 2048, false},
-      {NormKind::Rms, 512, 13, 576, false},       {NormKind::Rms, 256, 29, 256, false},
-      {NormKind::AddRms, 6144, 13, 6144, false},  {NormKind::AddRms, 2048, 13, 2048, true},
-      {NormKind::AddRms, 512, 13, 512, false},    {NormKind::AddRms, 256, 29, 256, false},
-      {NormKind::Layer, 6144, 13, 6144, false},   {NormKind::Layer, 2048, 13, 2048, false},
-      {NormKind::Layer, 512, 13, 576, false},     {NormKind::Layer, 256, 29, 256, false},
+      {NormKind::Rms, 6144, 13, 6144, false},    {NormKind::Rms, 2048, 13, 2048, false},
+      {NormKind::Rms, 512, 13, 576, false},      {NormKind::Rms, 256, 29, 256, false},
+      {NormKind::AddRms, 6144, 13, 6144, false}, {NormKind::AddRms, 2048, 13, 2048, true},
+      {NormKind::AddRms, 512, 13, 512, false},   {NormKind::AddRms, 256, 29, 256, false},
+      {NormKind::Layer, 6144, 13, 6144, false},  {NormKind::Layer, 2048, 13, 2048, false},
+      {NormKind::Layer, 512, 13, 576, false},    {NormKind::Layer, 256, 29, 256, false},
       {NormKind::Layer, 128, 37, 128, false},
   };
   for (bool f32 : {false, true}) {
@@ -80,8 +90,7 @@ GPU_TEST(elementwise_norms) {
       const host::Weight hw = host::makeWeight(GgmlType::F32, w.data(), {uint64_t(D)});
       const host::Weight hb = host::makeWeight(GgmlType::F32, bias.data(), {uint64_t(D)});
       std::string what = cfg.variant + " rows=" + std::to_string(c.rows) +
-                         (c.ld != D ? " ld=" + std::to_string(c.ld) : "") +
-                         (c.alias ? " h=a" : "");
+                         (c.ld != D ? " ld=" + std::to_string(c.ld) : "") + (c.alias ? " h=a" : "");
       cu::DevicePtr dw = ctx.upload(w), dbias = ctx.upload(bias);
       cu::DevicePtr dy = ctx.alloc(act.bytes(n));
       int rows = c.rows;
@@ -100,8 +109,8 @@ GPU_TEST(elementwise_norms) {
         }
         cu::DevicePtr da = act.upload(ctx, a), db = act.upload(ctx, b);
         cu::DevicePtr dh = c.alias ? da : ctx.alloc(act.bytes(n));
-        ctx.launch(fn, grid(normGrid(cfg, rows)), 1, 1, cfg.threads, 0, &da, &db, &dh, &dw, &dy,
-                   &rows, &eps);
+        launch(ctx, fn, grid(normGrid(cfg, rows)), cfg.threads, &da, &db, &dh, &dw, &dy, &rows,
+               &eps);
         report.expectRelErr(what + " h", relErr(act.download(ctx, dh, n), h), act.bound());
         report.expectRelErr(what + " y", relErr(act.download(ctx, dy, n), ref), act.bound());
         continue;
@@ -127,11 +136,10 @@ GPU_TEST(elementwise_norms) {
       cu::DevicePtr dx = act.upload(ctx, xs);
       long long ld = c.ld;
       if (layer)
-        ctx.launch(fn, grid(normGrid(cfg, rows)), 1, 1, cfg.threads, 0, &dx, &dw, &dbias, &dy,
-                   &rows, &ld, &eps);
+        launch(ctx, fn, grid(normGrid(cfg, rows)), cfg.threads, &dx, &dw, &dbias, &dy, &rows, &ld,
+               &eps);
       else
-        ctx.launch(fn, grid(normGrid(cfg, rows)), 1, 1, cfg.threads, 0, &dx, &dw, &dy, &rows, &ld,
-                   &eps);
+        launch(ctx, fn, grid(normGrid(cfg, rows)), cfg.threads, &dx, &dw, &dy, &rows, &ld, &eps);
       report.expectRelErr(what, relErr(act.download(ctx, dy, n), ref), act.bound());
     }
   }
@@ -171,7 +179,7 @@ GPU_TEST(elementwise_rope) {
       host::rope(ref.data(), T, R, W, pos.data(), kTheta, shape.dim, shape.offset);
       cu::DevicePtr dx = act.upload(ctx, x), dpos = ctx.upload(pos);
       float theta = kTheta;
-      ctx.launch(fn, grid(T), 1, 1, cfg.threads, 0, &dx, &dpos, &theta);
+      launch(ctx, fn, grid(T), cfg.threads, &dx, &dpos, &theta);
       std::vector<float> got = act.download(ctx, dx, n);
       report.expectRelErr(cfg.variant + " rows", relErr(got, ref), act.bound());
       // The rotated slice alone at positions >= 100000, where a float angle or fast-math sine
@@ -309,9 +317,9 @@ GPU_TEST(elementwise_cache_append) {
         long long ldLat = L, ldRope = KV, ldIdx = IX, slots = numSlots;
         int pps = pagesPerSeq, nt = T;
         float theta = kTheta;
-        ctx.launch(fn, grid((T + cfg.tokensPerCta - 1) / cfg.tokensPerCta), 1, 1, cfg.threads, 0,
-                   &dlat, &ldLat, &drk, &ldRope, &dik, &ldIdx, &dpos, &dseq, &dtable, &pps,
-                   &dkv, &dix, &slots, &nt, &theta);
+        launch(ctx, fn, grid((T + cfg.tokensPerCta - 1) / cfg.tokensPerCta), cfg.threads, &dlat,
+               &ldLat, &drk, &ldRope, &dik, &ldIdx, &dpos, &dseq, &dtable, &pps, &dkv, &dix, &slots,
+               &nt, &theta);
 
         // Read the whole cache back: written slots against the reference, the rest still poison.
         std::vector<float> kv, ix;
@@ -357,8 +365,8 @@ GPU_TEST(elementwise_cache_append) {
           gotKey.insert(gotKey.end(), ix.begin() + s * IX, ix.begin() + (s + 1) * IX);
           refKey.insert(refKey.end(), ri, ri + IX);
         }
-        std::string what = cfg.variant + " seqs=" + std::to_string(seqs) +
-                           " tokens=" + std::to_string(T);
+        std::string what =
+            cfg.variant + " seqs=" + std::to_string(seqs) + " tokens=" + std::to_string(T);
         report.expectRelErr(what + " latent rows", relErr(gotLat, refLat), act.bound());
         report.expectRelErr(what + " key rows", relErr(gotKey, refKey), act.bound());
         if (stray)
@@ -389,15 +397,15 @@ GPU_TEST(elementwise_pointwise) {
       cu::DevicePtr dy = ctx.alloc(act.bytes(size_t(n))), ds = ctx.alloc(act.bytes(size_t(n)));
       long long nn = n;
       const unsigned blocks = grid(pointwiseGrid(cfg, ctx.tiles, n));
-      ctx.launch(swiglu, blocks, 1, 1, cfg.threads, 0, &dg, &du, &dy, &nn);
-      ctx.launch(addFn, blocks, 1, 1, cfg.threads, 0, &dg, &du, &ds, &nn);
+      launch(ctx, swiglu, blocks, cfg.threads, &dg, &du, &dy, &nn);
+      launch(ctx, addFn, blocks, cfg.threads, &dg, &du, &ds, &nn);
       const std::string what = cfg.variant + " n=" + std::to_string(n);
       report.expectRelErr("swiglu_mul " + what, relErr(act.download(ctx, dy, size_t(n)), ref),
                           act.bound());
       report.expectRelErr("add " + what, relErr(act.download(ctx, ds, size_t(n)), sum),
                           act.bound());
       // In place (y = u): the residual-update form.
-      ctx.launch(addFn, blocks, 1, 1, cfg.threads, 0, &dg, &du, &du, &nn);
+      launch(ctx, addFn, blocks, cfg.threads, &dg, &du, &du, &nn);
       report.expectRelErr("add in place " + what, relErr(act.download(ctx, du, size_t(n)), sum),
                           act.bound());
     }
