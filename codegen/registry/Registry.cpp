@@ -1,6 +1,7 @@
 // Op -> kernel family routing (see Registry.h).
 #include "codegen/registry/Registry.h"
 
+#include "codegen/registry/Elementwise.h"
 #include "codegen/registry/SparseMla.h"
 
 namespace glm5c::codegen {
@@ -71,21 +72,103 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   return c;
 }
 
+// Splits a family's "no variant fits ...:\n  candidate: reason\n..." status into rejections.
+void addRejections(KernelChoice &c, const glm5rt::Status &st, const std::string &fallback) {
+  const std::string &m = st.message();
+  size_t nl = m.find('\n');
+  if (nl == std::string::npos) {
+    c.rejected.push_back({fallback, m});
+    return;
+  }
+  for (size_t p = nl + 1; p < m.size();) {
+    size_t e = m.find('\n', p);
+    std::string line = m.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    size_t colon = line.find(": ");
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    c.rejected.push_back({name, colon == std::string::npos ? "" : line.substr(colon + 2)});
+    p = e == std::string::npos ? m.size() : e + 1;
+  }
+}
+
+template <typename Config>
+KernelChoice fromConfig(const char *family, const glm5rt::StatusOr<Config> &cfg,
+                        std::string (*source)(const Config &),
+                        std::vector<std::string> entries) {
+  KernelChoice c;
+  c.family = family;
+  if (!cfg.isOk()) {
+    addRejections(c, cfg.status(), family);
+    return c;
+  }
+  c.ok = true;
+  c.variant = cfg->variant;
+  c.threads = cfg->threads;
+  c.dynamicSmem = cfg->dynamicSmem;
+  c.source = source(*cfg);
+  c.entries = std::move(entries);
+  return c;
+}
+
+KernelChoice elementwise(const KernelQuery &q, const Target &tiles) {
+  uint32_t w0 = q.weightTypes.size() > 0 ? q.weightTypes[0] : 0;
+  uint32_t w1 = q.weightTypes.size() > 1 ? q.weightTypes[1] : 0;
+  if (q.op == "glm.rms_norm" || q.op == "glm.layer_norm") {
+    NormShape shape;
+    shape.kind = q.op == "glm.rms_norm" ? NormKind::Rms : NormKind::Layer;
+    shape.width = dim(q, "width", 0);
+    // layer_norm's attributes sort as bias, weight.
+    shape.weightType = shape.kind == NormKind::Layer ? w1 : w0;
+    shape.biasType = shape.kind == NormKind::Layer ? w0 : 0;
+    shape.actF32 = q.actF32;
+    auto cfg = selectNorm(tiles, shape);
+    return fromConfig("norm", cfg, normSource,
+                      {shape.kind == NormKind::Rms ? "rms_norm" : "layer_norm"});
+  }
+  if (q.op == "glm.rope") {
+    RopeShape shape;
+    shape.width = dim(q, "width", 0);
+    shape.rowsPerToken = dim(q, "rows_per_token", 1);
+    shape.offset = dim(q, "offset", 0);
+    shape.dim = dim(q, "dim", 0);
+    shape.actF32 = q.actF32;
+    return fromConfig("rope", selectRope(tiles, shape), ropeSource, {"rope"});
+  }
+  if (q.op == "glm.rope_cache_append" || q.op == "glm.cache_append") {
+    CacheAppendShape shape;
+    shape.latent = dim(q, "latent", 512);
+    shape.rope = dim(q, "rope", 64);
+    shape.index = dim(q, "index", 128);
+    shape.ropeDim = dim(q, "rope_dim", shape.rope);
+    shape.page = dim(q, "page", 64);
+    shape.rotate = q.op == "glm.rope_cache_append";
+    shape.actF32 = q.actF32;
+    return fromConfig("cache_append", selectCacheAppend(tiles, shape), cacheAppendSource,
+                      {shape.rotate ? "rope_cache_append" : "cache_append"});
+  }
+  // glm.add
+  return fromConfig("pointwise", selectPointwise(tiles, q.actF32), pointwiseSource,
+                    {"swiglu_mul", "add"});
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, bool>> registryOps() {
-  return {{"glm.sparse_mla", true},     {"glm.embed", false},        {"glm.rms_norm", false},
-          {"glm.layer_norm", false},    {"glm.linear", false},       {"glm.head_linear", false},
-          {"glm.slice", false},         {"glm.rope", false},         {"glm.cache_append", false},
-          {"glm.rope_cache_append", false}, {"glm.cache_read", false},
+  return {{"glm.sparse_mla", true},     {"glm.embed", false},        {"glm.rms_norm", true},
+          {"glm.layer_norm", true},     {"glm.linear", false},       {"glm.head_linear", false},
+          {"glm.slice", false},         {"glm.rope", true},          {"glm.cache_append", true},
+          {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", false}, {"glm.topk", false},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", false},   {"glm.moe_experts", false},
-          {"glm.swiglu", false},        {"glm.add", false},          {"glm.logits", false}};
+          {"glm.swiglu", false},        {"glm.add", true},           {"glm.logits", false}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.sparse_mla")
     return sparseMla(q, tiles);
+  if (q.op == "glm.rms_norm" || q.op == "glm.layer_norm" || q.op == "glm.rope" ||
+      q.op == "glm.rope_cache_append" || q.op == "glm.cache_append" || q.op == "glm.add")
+    return elementwise(q, tiles);
   KernelChoice c;
   c.family = q.op;
   if (q.op == "glm.attention" || q.op == "glm.cache_read")

@@ -26,6 +26,30 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
         q.decode = !t.isDynamicDim(0) && t.getDimSize(0) == 1;
         break;
       }
+  // Generic row shape: the result's last dim, and how many such rows a token has.
+  if (op->getNumResults() > 0)
+    if (auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType())) {
+      int64_t rows = 1;
+      for (int64_t d = 1; d + 1 < t.getRank(); ++d)
+        rows *= t.getDimSize(d);
+      q.dims["width"] = t.getDimSize(t.getRank() - 1);
+      q.dims["rows_per_token"] = rows;
+    }
+  if (auto r = dyn_cast<RopeOp>(op)) {
+    q.dims["offset"] = r.getOffset();
+    q.dims["dim"] = r.getDim();
+  }
+  auto appendDims = [&](Value latent, Value rope, Value index) {
+    q.dims["latent"] = cast<RankedTensorType>(latent.getType()).getDimSize(1);
+    q.dims["rope"] = cast<RankedTensorType>(rope.getType()).getDimSize(1);
+    q.dims["index"] = cast<RankedTensorType>(index.getType()).getDimSize(1);
+  };
+  if (auto a = dyn_cast<RopeCacheAppendOp>(op)) {
+    appendDims(a.getLatent(), a.getRopeKey(), a.getIndexKey());
+    q.dims["rope_dim"] = a.getRopeDim();
+  }
+  if (auto a = dyn_cast<CacheAppendOp>(op))
+    appendDims(a.getLatent(), a.getRopeKey(), a.getIndexKey());
   if (auto mla = dyn_cast<SparseMLAOp>(op)) {
     q.dims["latent"] = mla.getDims().getKvLora();
     q.dims["rope"] = mla.getDims().getRope();
