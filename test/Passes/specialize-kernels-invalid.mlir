@@ -31,12 +31,20 @@ module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_120a",
 
 // -----
 
-// Tests that an op no kernel family implements yet is reported as such.
+// Tests that a family's constraint rejects every candidate with its reason: norm kernels read
+// F32 weight vectors, and a BF16 norm weight is refused rather than misread.
 module attributes {glm.target = #glm.target<tiles = "sm_90", code = "sm_90", sms = 132, max_smem = 232448>} {
-  func.func @f32(%x: tensor<1x256xf32>) -> tensor<1x256xf32> {
-    // expected-error @+2 {{no kernel variant for glm.add fits sm_90 (1 op)}}
-    // expected-note @+1 {{candidate glm.add: no kernel family implements this op yet}}
-    %y = glm.add %x, %x : tensor<1x256xf32>
+  func.func @bf16_norm(%x: tensor<1x256xf32>) -> tensor<1x256xf32> {
+    // expected-error @+9 {{no kernel variant for glm.rms_norm fits sm_90 (1 op)}}
+    // expected-note @+8 {{candidate rms_norm_bf16_d256_t32: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+7 {{candidate rms_norm_bf16_d256_t64: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+6 {{candidate rms_norm_bf16_d256_t128: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+5 {{candidate rms_norm_bf16_d256_t256: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+4 {{candidate rms_norm_bf16_d256_t384: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+3 {{candidate rms_norm_bf16_d256_t512: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+2 {{candidate rms_norm_bf16_d256_t768: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    // expected-note @+1 {{candidate rms_norm_bf16_d256_t1024: needs an F32 weight (norm vectors are F32 in GGUF files), got BF16}}
+    %y = glm.rms_norm %x {weight = #glm.gguf_tensor<"blk.0.attn_norm.weight", bf16, [256]>, eps = 1.0e-5 : f32} : tensor<1x256xf32>
     return %y : tensor<1x256xf32>
   }
 }
