@@ -1,4 +1,8 @@
 // glm5-run: loads a plan and its GGUF and runs GLM-5. A thin main over the runtime.
+//   glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T] [--top-k K]
+//            [--top-p P] [--seed S] [--device host] [--ctx N]
+// streams the generated text, stops at an end-of-generation token or after N tokens, and
+// prints prefill and decode tokens/s on stderr.
 //   glm5-run score MODEL.plan --weights MODEL.gguf --tokens 1,2,3 --prefill P [--out F.npy]
 //            [--device host] [--ctx N]
 // Tokens [0, P) go through prefill, tokens [P, n) through one-token decode steps; nothing is
@@ -7,6 +11,10 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/host/Backend.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/sampler/Sampler.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include <chrono>
 
 #include <cerrno>
 #include <cstdio>
@@ -21,6 +29,8 @@ using glm5rt::Status;
 
 const char *kUsage =
     "usage:\n"
+    "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
+    "           [--top-k K] [--top-p P] [--seed S] [--device host] [--ctx N]\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
     "                 [--out LOGITS.npy] [--device host] [--ctx N]\n";
 
@@ -152,6 +162,139 @@ int cmdScore(int argc, char **argv) {
   return 0;
 }
 
+int cmdGenerate(int argc, char **argv) {
+  std::string planPath, weights, prompt, device = "host";
+  long n = 64, ctx = 0;
+  bool chat = false, havePrompt = false;
+  glm5rt::sampler::SamplerOptions so;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto num = [&](double *out) {
+      char *end = nullptr;
+      *out = std::strtod(v, &end);
+      return *v && !*end;
+    };
+    double x = 0;
+    if (a == "--weights" && v) {
+      weights = v;
+    } else if ((a == "-p" || a == "--prompt") && v) {
+      prompt = v;
+      havePrompt = true;
+    } else if (a == "-n" && v) {
+      if (!num(&x) || x < 1 || x > 1e7)
+        return usage("-n takes a positive number of tokens");
+      n = static_cast<long>(x);
+    } else if (a == "--ctx" && v) {
+      if (!num(&x) || x < 1)
+        return usage("--ctx takes a positive number of tokens");
+      ctx = static_cast<long>(x);
+    } else if (a == "--temp" && v) {
+      if (!num(&x) || x < 0)
+        return usage("--temp takes a non-negative number");
+      so.temperature = static_cast<float>(x);
+    } else if (a == "--top-k" && v) {
+      if (!num(&x) || x < 0)
+        return usage("--top-k takes a non-negative integer");
+      so.topK = static_cast<int>(x);
+    } else if (a == "--top-p" && v) {
+      if (!num(&x) || x <= 0 || x > 1)
+        return usage("--top-p takes a number in (0, 1]");
+      so.topP = static_cast<float>(x);
+    } else if (a == "--seed" && v) {
+      if (!num(&x) || x < 0)
+        return usage("--seed takes a non-negative integer");
+      so.seed = static_cast<uint64_t>(x);
+    } else if (a == "--device" && v) {
+      device = v;
+    } else if (a == "--chat") {
+      chat = true;
+      continue;
+    } else if (planPath.empty() && a[0] != '-') {
+      planPath = a;
+      continue;
+    } else {
+      return usage("unexpected argument '" + a + "'");
+    }
+    ++i;
+  }
+  if (planPath.empty() || weights.empty() || !havePrompt)
+    return usage("generation needs MODEL.plan, --weights and -p TEXT");
+  if (device != "host")
+    return usage("--device takes host (the cuda backend is not built yet)");
+  auto plan = glm5rt::plan::LoadedPlan::open(planPath);
+  if (!plan.isOk())
+    return fail(plan.status());
+  auto gguf = glm5rt::gguf::GgufFile::open(weights);
+  if (!gguf.isOk())
+    return fail(gguf.status());
+  auto tok = glm5rt::tokenizer::Tokenizer::fromGguf(**gguf);
+  if (!tok.isOk())
+    return fail(tok.status());
+  std::string text = prompt;
+  if (chat) {
+    auto templated = glm5rt::tokenizer::Tokenizer::applyChatTemplate({{"user", prompt}}, true);
+    if (!templated.isOk())
+      return fail(templated.status());
+    text = *templated;
+  }
+  std::vector<int32_t> ids = (*tok)->encode(text, /*parseSpecial=*/chat);
+  if (ids.empty())
+    return usage("the prompt is empty");
+  const long modelCtx = (*plan)->plan().config()->context_length();
+  if (ctx <= 0)
+    ctx = std::min<long>(modelCtx > 0 ? modelCtx : 4096, static_cast<long>(ids.size()) + n);
+  if (static_cast<long>(ids.size()) >= ctx)
+    return fail(glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
+                                   "the prompt is %zu tokens, longer than the context of %ld "
+                                   "tokens; raise --ctx (the model allows %ld)",
+                                   ids.size(), ctx, modelCtx));
+  auto backend = glm5rt::host::Backend::create(**plan, **gguf, ctx);
+  if (!backend.isOk())
+    return fail(backend.status());
+  const int64_t vocab = (*backend)->vocab();
+  glm5rt::sampler::Sampler sampler(so);
+  glm5rt::tokenizer::TokenDecoder decoder(**tok, /*includeSpecial=*/false);
+  std::vector<int32_t> pos(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    pos[i] = static_cast<int32_t>(i);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits;
+  Status s = (*backend)->run("prefill", ids.data(), pos.data(), static_cast<int64_t>(ids.size()),
+                             &logits);
+  if (!s.isOk())
+    return fail(s);
+  auto t1 = std::chrono::steady_clock::now();
+  int32_t next = sampler.sample(logits.data() + (ids.size() - 1) * vocab, vocab);
+  long generated = 0;
+  int32_t p = static_cast<int32_t>(ids.size());
+  std::fputs(prompt.c_str(), stdout);
+  while (generated < n && !(*tok)->isEog(next) && p < ctx) {
+    std::string piece = decoder.push(next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    ++generated;
+    if (generated == n || p + 1 > ctx)
+      break;
+    s = (*backend)->run("decode", &next, &p, 1, &logits);
+    if (!s.isOk())
+      return fail(s);
+    ++p;
+    next = sampler.sample(logits.data(), vocab);
+  }
+  std::string tail = decoder.finish();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  auto t2 = std::chrono::steady_clock::now();
+  double pre = std::chrono::duration<double>(t1 - t0).count();
+  double dec = std::chrono::duration<double>(t2 - t1).count();
+  std::fprintf(stderr, "glm5-run: %s: prefill %zu tokens %.1f tok/s, decode %ld tokens %.1f tok/s (%s)\n",
+               device.c_str(), ids.size(), ids.size() / std::max(pre, 1e-9), generated,
+               generated / std::max(dec, 1e-9),
+               (*tok)->isEog(next) && generated < n ? "stopped at end of generation" : "length limit");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -164,5 +307,5 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  return usage("unknown command '" + cmd + "' (text generation arrives with the tokenizer)");
+  return cmdGenerate(argc - 1, argv + 1);
 }
