@@ -54,8 +54,8 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
                   const glm_act *__restrict__ keys,        // [num_slots, GLM_DIM] paged cache
                   const int32_t *__restrict__ block_table, // [seqs, bt_stride] physical pages
                   int bt_stride, int rows_per_seq,
-                  const int32_t *__restrict__ positions,   // [T]
-                  float *__restrict__ scores,              // [T, ld]
+                  const int32_t *__restrict__ positions, // [T]
+                  float *__restrict__ scores,            // [T, ld]
                   int ld, int n_cols, int num_slots, int chunk_len, float scale) {
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *skeys = smem + GLM_IDX_SMEM_KEYS;
@@ -69,8 +69,7 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
   // Invariant: this CTA writes exactly positions [begin, end): those below causal_end from keys,
   // the rest -inf. Tile rows at or past causal_end are zero-filled and their results dropped.
   const int causal_end = min(end, last + 1);
-  const int num_tiles =
-      causal_end > begin ? (causal_end - begin + GLM_TILE_N - 1) / GLM_TILE_N : 0;
+  const int num_tiles = causal_end > begin ? (causal_end - begin + GLM_TILE_N - 1) / GLM_TILE_N : 0;
   const int32_t *bt = block_table + static_cast<long long>(row / rows_per_seq) * bt_stride;
   float *out = scores + static_cast<long long>(row) * ld;
 

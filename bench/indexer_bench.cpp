@@ -1,0 +1,407 @@
+// Lightning indexer + top-k at decode on the GPU: 32 heads x 128, top-k 2048, batch 1/8/32 x
+// context 8K/32K/128K, bf16 key cache in shuffled 64-position pages; scores, top-k and both timed
+// by CUDA-graph replay (median, inputs rotated beyond L2) against the bytes floor B·L·256 B at
+// 4.23 TB/s, after a correctness check against runtime/host on the first set.
+//
+// usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
+//                            [--topk plan|row|multi] [--stages N]
+// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning).
+#include "codegen/kernels/EmbeddedKernels.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "codegen/registry/Indexer.h"
+#include "runtime/cuda/Driver.h"
+#include "runtime/host/ops.h"
+#include "runtime/support/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace glm5c::codegen;
+using glm5rt::Status;
+namespace cu = glm5rt::cuda;
+
+namespace {
+
+#define CHECK_OK(expr)                                                                             \
+  do {                                                                                             \
+    Status s_ = (expr);                                                                            \
+    if (!s_.isOk()) {                                                                              \
+      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                   \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+constexpr int kHeads = 32, kDim = 128, kPage = 64, kTopK = 2048;
+constexpr double kPeakGBs = 4230.0;
+// Distinct random key rows; slot i holds pattern row i % kPatternRows (the check rebuilds keys).
+constexpr int kPatternRows = 1 << 17;
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
+};
+
+struct Kernels {
+  IndexerScoreConfig sc;
+  TopKConfig tk;
+  cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr;
+};
+
+cu::Module compile(cu::Driver &drv, const NvrtcCompiler &nvrtc, const std::string &name,
+                   const std::string &source, const std::string &arch) {
+  KernelSource src;
+  src.name = name;
+  src.source = source;
+  src.headers = embeddedKernelFiles();
+  src.arch = arch;
+  auto compiled = nvrtc.compile(src);
+  CHECK_OK(compiled.status());
+  std::string res;
+  for (size_t p = compiled->log.find("Used"); p != std::string::npos;
+       p = compiled->log.find("Used", p + 1))
+    res += "    " + compiled->log.substr(p, compiled->log.find('\n', p) - p) + "\n";
+  std::printf("  %s compiled as %s%s\n%s", name.c_str(), arch.c_str(),
+              compiled->fromCache ? " (cache)" : "", res.c_str());
+  cu::Module mod;
+  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, name));
+  return mod;
+}
+
+Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
+              const NvrtcCompiler &nvrtc, int stagesOverride) {
+  Kernels k;
+  IndexerShape shape;
+  shape.page = kPage;
+  auto sc = selectIndexerScore(tiles, shape);
+  CHECK_OK(sc.status());
+  k.sc = *sc;
+  if (stagesOverride > 0) { // tuning: the same tile with another ring depth
+    k.sc.stages = stagesOverride;
+    k.sc.dynamicSmem = indexerScoreSmem(shape, k.sc.tileN, stagesOverride);
+    k.sc.ctasPerSm =
+        static_cast<int>(std::min<int64_t>(4, tiles.sharedPerSM / (k.sc.dynamicSmem + 1024)));
+    k.sc.variant += "_as_s" + std::to_string(stagesOverride);
+  }
+  TopKShape tshape;
+  tshape.page = kPage;
+  auto tk = selectTopK(tiles, tshape);
+  CHECK_OK(tk.status());
+  k.tk = *tk;
+  std::printf("%s tiles: %s (%d B), %s (%d B)\n", tiles.name, k.sc.variant.c_str(),
+              static_cast<int>(k.sc.dynamicSmem), k.tk.variant.c_str(),
+              static_cast<int>(k.tk.dynamicSmem));
+  cu::Module ms =
+      compile(drv, nvrtc, k.sc.variant + "_" + tiles.name, indexerScoreSource(k.sc), arch);
+  cu::Module mt = compile(drv, nvrtc, k.tk.variant + "_" + tiles.name, topKSource(k.tk), arch);
+  CHECK_OK(drv.getFunction(ms, "indexer_score", &k.score));
+  CHECK_OK(drv.setMaxDynamicSmem(k.score, static_cast<int>(k.sc.dynamicSmem), "indexer_score"));
+  CHECK_OK(drv.getFunction(mt, "topk_row", &k.row));
+  CHECK_OK(drv.setMaxDynamicSmem(k.row, static_cast<int>(k.tk.dynamicSmem), "topk_row"));
+  CHECK_OK(drv.getFunction(mt, "topk_seg_hist0", &k.hist0));
+  CHECK_OK(drv.getFunction(mt, "topk_seg_collect", &k.collect));
+  CHECK_OK(
+      drv.setMaxDynamicSmem(k.collect, static_cast<int>(k.tk.collectSmem), "topk_seg_collect"));
+  return k;
+}
+
+// One decode batch on the device: B requests at position L - 1 over their own pages.
+struct Problem {
+  int B = 0, L = 0, pagesPerSeq = 0, numSlots = 0, chunk = 0;
+  TopKPlan plan;
+  std::vector<int32_t> table, pos;
+  std::vector<float> q, w; // q rounded to bf16
+  cu::DevicePtr dq = 0, dw = 0, dcache = 0, dtable = 0, dpos = 0, dscores = 0, dws = 0, didx = 0,
+                dslots = 0;
+};
+
+void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &pattern, uint64_t seed) {
+  Rng rng{seed * 0x9e3779b97f4a7c15ull + 1};
+  p.pagesPerSeq = (p.L + kPage - 1) / kPage;
+  int pool = p.B * p.pagesPerSeq;
+  std::vector<int32_t> perm(pool);
+  for (int i = 0; i < pool; ++i)
+    perm[i] = i;
+  for (int i = pool - 1; i > 0; --i)
+    std::swap(perm[i], perm[rng.next() % (i + 1)]);
+  p.table = perm;
+  p.numSlots = pool * kPage;
+  p.pos.assign(p.B, p.L - 1);
+  p.q.resize(size_t(p.B) * kHeads * kDim);
+  std::vector<uint16_t> qb(p.q.size());
+  for (size_t i = 0; i < p.q.size(); ++i) {
+    qb[i] = glm5rt::floatToBf16(rng.uniform());
+    p.q[i] = glm5rt::bf16ToFloat(qb[i]);
+  }
+  p.w.resize(size_t(p.B) * kHeads);
+  for (float &v : p.w)
+    v = rng.uniform() * 0.0883883f;
+  auto upload = [&](cu::DevicePtr *d, const void *src, size_t bytes, const char *what) {
+    CHECK_OK(drv.malloc(d, bytes, what));
+    CHECK_OK(drv.copyToDevice(*d, src, bytes));
+  };
+  upload(&p.dq, qb.data(), qb.size() * 2, "q");
+  upload(&p.dw, p.w.data(), p.w.size() * 4, "w");
+  upload(&p.dtable, p.table.data(), p.table.size() * 4, "block table");
+  upload(&p.dpos, p.pos.data(), p.pos.size() * 4, "positions");
+  const size_t rowBytes = kDim * 2, cacheBytes = size_t(p.numSlots) * rowBytes;
+  CHECK_OK(drv.malloc(&p.dcache, cacheBytes, "key cache"));
+  const size_t patBytes = size_t(kPatternRows) * rowBytes;
+  for (size_t off = 0; off < cacheBytes; off += patBytes)
+    CHECK_OK(
+        drv.copyToDevice(p.dcache + off, pattern.data(), std::min(patBytes, cacheBytes - off)));
+  CHECK_OK(drv.malloc(&p.dscores, size_t(p.B) * p.L * 4, "scores"));
+  CHECK_OK(drv.malloc(&p.didx, size_t(p.B) * kTopK * 4, "indices"));
+  CHECK_OK(drv.malloc(&p.dslots, size_t(p.B) * kTopK * 4, "slots"));
+  if (p.plan.multi()) {
+    CHECK_OK(drv.malloc(&p.dws, p.plan.workspaceBytes, "top-k workspace"));
+    CHECK_OK(drv.memsetD8(p.dws, 0, p.plan.workspaceBytes)); // zero once (topk.cuh invariant)
+  }
+}
+
+void freeProblem(cu::Driver &drv, Problem &p) {
+  for (cu::DevicePtr d :
+       {p.dq, p.dw, p.dcache, p.dtable, p.dpos, p.dscores, p.dws, p.didx, p.dslots})
+    if (d)
+      (void)drv.free(d);
+}
+
+void launchScore(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
+  int ld = p.L, nCols = p.L, btStride = p.pagesPerSeq, rps = 1, slots = p.numSlots;
+  float scale = 1.0f;
+  void *args[] = {&p.dq,      &p.dw, &p.dcache, &p.dtable, &btStride, &rps,  &p.dpos,
+                  &p.dscores, &ld,   &nCols,    &slots,    &p.chunk,  &scale};
+  CHECK_OK(drv.launch(k.score, (p.L + p.chunk - 1) / p.chunk, p.B, 1, k.sc.threads, 1, 1,
+                      static_cast<unsigned>(k.sc.dynamicSmem), s, args, "indexer_score"));
+}
+
+void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
+  int ld = p.L, nCols = p.L, kk = kTopK, btStride = p.pagesPerSeq, rps = 1;
+  if (!p.plan.multi()) {
+    void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
+                    &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
+    CHECK_OK(drv.launch(k.row, p.B, 1, 1, k.tk.threads, 1, 1,
+                        static_cast<unsigned>(k.tk.dynamicSmem), s, args, "topk_row"));
+    return;
+  }
+  int segs = p.plan.segments, segLen = p.plan.segmentLen;
+  void *hargs[] = {&p.dscores, &ld, &nCols, &p.dpos, &kk, &p.dws, &segLen};
+  CHECK_OK(drv.launch(k.hist0, segs, p.B, 1, k.tk.threads, 1, 1, 0, s, hargs, "topk_seg_hist0"));
+  void *cargs[] = {&p.dscores, &ld,     &nCols,    &p.dpos,   &kk,       &p.dws,
+                   &segLen,    &p.didx, &p.dslots, &p.dtable, &btStride, &rps};
+  CHECK_OK(drv.launch(k.collect, segs, p.B, 1, k.tk.threads, 1, 1,
+                      static_cast<unsigned>(k.tk.collectSmem), s, cargs, "topk_seg_collect"));
+}
+
+// Relative error of request 0's scores vs runtime/host, and top-k mismatches (every request) vs
+// host topK on the device's own scores, plus slot mismatches. Runs both kernels once.
+struct CheckResult {
+  double scoreErr = 0;
+  long long topkMismatch = 0, slotMismatch = 0;
+};
+
+CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
+                  const std::vector<uint16_t> &pattern, cu::Stream s) {
+  CHECK_OK(drv.memsetD8(p.dscores, 0xff, size_t(p.B) * p.L * 4));
+  CHECK_OK(drv.memsetD8(p.didx, 0xff, size_t(p.B) * kTopK * 4));
+  launchScore(drv, k, p, s);
+  launchTopK(drv, k, p, s);
+  CHECK_OK(drv.synchronize(s));
+  std::vector<float> scores(size_t(p.B) * p.L);
+  std::vector<int32_t> idx(size_t(p.B) * kTopK), slots(idx.size());
+  CHECK_OK(drv.copyToHost(scores.data(), p.dscores, scores.size() * 4));
+  CHECK_OK(drv.copyToHost(idx.data(), p.didx, idx.size() * 4));
+  CHECK_OK(drv.copyToHost(slots.data(), p.dslots, slots.size() * 4));
+  CheckResult r;
+  // Request 0 against the host reference, its keys rebuilt from the page table and the pattern.
+  std::vector<float> keys(size_t(p.L) * kDim), ref(p.L);
+  for (int sPos = 0; sPos < p.L; ++sPos) {
+    int slot = p.table[sPos / kPage] * kPage + sPos % kPage;
+    const uint16_t *src = &pattern[size_t(slot % kPatternRows) * kDim];
+    for (int d = 0; d < kDim; ++d)
+      keys[size_t(sPos) * kDim + d] = glm5rt::bf16ToFloat(src[d]);
+  }
+  glm5rt::host::indexerScore(p.q.data(), p.w.data(), 1, kHeads, kDim, keys.data(), p.L,
+                             p.pos.data(), 1.0f, ref.data());
+  double e2 = 0, r2 = 0;
+  for (int sPos = 0; sPos < p.L; ++sPos) {
+    double g = scores[sPos], h = ref[sPos];
+    e2 += std::isfinite(g) ? (g - h) * (g - h) : 1e30;
+    r2 += h * h;
+  }
+  r.scoreErr = std::sqrt(e2 / r2);
+  std::vector<int32_t> host(idx.size());
+  glm5rt::host::topK(scores.data(), p.B, p.L, p.pos.data(), kTopK, host.data());
+  for (size_t i = 0; i < idx.size(); ++i)
+    r.topkMismatch += idx[i] != host[i];
+  for (int b = 0; b < p.B; ++b)
+    for (int j = 0; j < kTopK; ++j) {
+      int32_t sPos = idx[size_t(b) * kTopK + j];
+      int32_t want =
+          sPos < 0 ? -1 : p.table[size_t(b) * p.pagesPerSeq + sPos / kPage] * kPage + sPos % kPage;
+      r.slotMismatch += slots[size_t(b) * kTopK + j] != want;
+    }
+  return r;
+}
+
+// Median microseconds per set of a graph of `fn` over every set.
+template <typename Fn>
+double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, int reps, Fn fn) {
+  CHECK_OK(drv.beginCapture(stream));
+  for (Problem &p : ps)
+    fn(p);
+  cu::Graph graph;
+  cu::GraphExec exec;
+  CHECK_OK(drv.endCapture(stream, &graph));
+  CHECK_OK(drv.instantiate(&exec, graph));
+  cu::Event e0, e1;
+  CHECK_OK(drv.eventCreate(&e0));
+  CHECK_OK(drv.eventCreate(&e1));
+  for (int w = 0; w < 3; ++w)
+    CHECK_OK(drv.graphLaunch(exec, stream));
+  std::vector<float> times;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_OK(drv.eventRecord(e0, stream));
+    CHECK_OK(drv.graphLaunch(exec, stream));
+    CHECK_OK(drv.eventRecord(e1, stream));
+    CHECK_OK(drv.synchronize(stream));
+    float ms;
+    CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
+    times.push_back(ms * 1000.f / ps.size());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool checkOnly = false;
+  int reps = 30;
+  std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
+  int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
+  std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--check-only")
+      checkOnly = true;
+    else if (a == "--topk" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
+              std::string(argv[i + 1]) == "multi"))
+      topkMode = argv[++i];
+    else if (a == "--stages" && i + 1 < argc)
+      stagesOverride = std::max(2, std::atoi(argv[++i]));
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--tiles" && i + 1 < argc) {
+      tileNames.clear();
+      std::string list = argv[++i];
+      for (size_t p = 0; p <= list.size();) {
+        size_t c = list.find(',', p);
+        tileNames.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        p = c == std::string::npos ? list.size() + 1 : c + 1;
+      }
+    } else {
+      std::fprintf(
+          stderr,
+          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi] "
+          "[--stages N]\n",
+          argv[0]);
+      return 2;
+    }
+  }
+  auto drvOr = cu::Driver::get(0);
+  CHECK_OK(drvOr.status());
+  cu::Driver &drv = **drvOr;
+  const cu::DeviceInfo &dev = drv.info();
+  std::string codeArch = "sm_" + std::to_string(dev.major * 10 + dev.minor);
+  std::printf("device: %s (%s, %d SMs, %d B shared memory per block)\n", dev.name.c_str(),
+              codeArch.c_str(), dev.smCount, dev.maxSharedOptin);
+  NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
+  cu::Stream stream;
+  CHECK_OK(drv.streamCreate(&stream));
+  // Plans use the device's own SM count (tiles only choose the variants).
+  const Target *devTarget = findTarget(codeArch);
+
+  std::vector<uint16_t> pattern(size_t(kPatternRows) * kDim);
+  Rng prng{12345};
+  for (uint16_t &v : pattern)
+    v = glm5rt::floatToBf16(prng.uniform());
+
+  bool failed = false;
+  std::vector<std::string> table;
+  for (const std::string &tn : tileNames) {
+    const Target *tiles = findTarget(tn);
+    if (!tiles) {
+      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
+                   targetNames().c_str());
+      return 2;
+    }
+    const Target &plans = devTarget ? *devTarget : *tiles;
+    Kernels k = build(drv, *tiles, codeArch, nvrtc, stagesOverride);
+    for (int B : {1, 8, 32})
+      for (int L : {8192, 32768, 131072}) {
+        double keyBytes = double(B) * L * kDim * 2;
+        int sets = checkOnly ? 1 : std::clamp(static_cast<int>(std::ceil(256e6 / keyBytes)), 1, 16);
+        std::vector<Problem> ps(sets);
+        for (int si = 0; si < sets; ++si) {
+          ps[si].B = B;
+          ps[si].L = L;
+          ps[si].chunk = indexerScoreChunk(k.sc, plans, B, L);
+          ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK);
+          if (topkMode == "row") {
+            ps[si].plan = TopKPlan{};
+          } else if (topkMode == "multi" && !ps[si].plan.multi()) {
+            ps[si].plan.segmentLen = topKSegmentLen(k.tk, plans, B, L);
+            ps[si].plan.segments = (L + ps[si].plan.segmentLen - 1) / ps[si].plan.segmentLen;
+            ps[si].plan.workspaceBytes = topKWorkspaceBytes(B, L);
+          }
+          makeProblem(drv, ps[si], pattern, 1000 + si);
+        }
+        CheckResult cr = check(drv, k, ps[0], pattern, stream);
+        bool ok = cr.scoreErr <= 1e-2 && cr.topkMismatch == 0 && cr.slotMismatch == 0;
+        failed |= !ok;
+        std::printf("  check %-8s B=%-2d L=%-6d score rel err %.2e, top-k mismatches %lld, slot "
+                    "mismatches %lld  %s\n",
+                    tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch,
+                    ok ? "ok" : "FAILED");
+        if (!checkOnly) {
+          double tScore =
+              timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchScore(drv, k, p, stream); });
+          double tTopK =
+              timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchTopK(drv, k, p, stream); });
+          double tBoth = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
+            launchScore(drv, k, p, stream);
+            launchTopK(drv, k, p, stream);
+          });
+          double floorUs = keyBytes / (kPeakGBs * 1e3);
+          std::string mode = ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
+                                                : std::string("row");
+          char line[256];
+          std::snprintf(line, sizeof line,
+                        "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s",
+                        tn.c_str(), B, L, ps[0].chunk, mode.c_str(), tScore, tTopK, tBoth, floorUs,
+                        tBoth / floorUs, keyBytes / tScore / 1e3, ok ? "" : "  (check FAILED)");
+          table.push_back(line);
+        }
+        for (Problem &p : ps)
+          freeProblem(drv, p);
+      }
+  }
+  if (!table.empty()) {
+    std::printf("\n  %-8s %3s %7s %6s %-10s %9s %9s %9s %8s %7s %7s\n", "tiles", "B", "L", "chunk",
+                "top-k", "score us", "top-k us", "both us", "floor us", "both/fl", "GB/s");
+    for (const std::string &l : table)
+      std::printf("%s\n", l.c_str());
+  }
+  return failed ? 1 : 0;
+}

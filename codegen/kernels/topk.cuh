@@ -1,0 +1,702 @@
+// Causal top-k of indexer scores by radix select (docs/model.md "DSA lightning indexer"; design
+// notes in docs/kernels.md "Lightning indexer and top-k").
+//
+// Row t selects count = min(k, n) of its n = min(pos_t + 1, n_cols) causal positions (none when
+// pos_t < 0): every position whose score is above the count-th largest, then the lowest positions
+// among those equal to it (ties to the LOWER position; NaN ranks as -inf, -0 equals +0, as in
+// runtime/host topK). The selected positions go to indices [T, k] in ascending order, -1 after
+// the last; `slots`, when not null, gets their physical cache slots (-1 likewise). Deterministic:
+// every decision comes from integer counts and (score, position) order, never from the order of
+// atomics.
+//
+// Scores become order-preserving uint32 keys (bigger score, bigger key); histogram passes of 11,
+// 11 and 10 bits find the count-th largest key K* and `need`, the number of positions with key
+// K* to take after the strictly greater ones.
+//
+// topk_row: one CTA per row, one launch. A row of at most GLM_TOPK_CACHE positions is read from
+// global memory once and kept as keys in shared memory; a longer one keeps the candidates of the
+// first pass's bin there when they fit. A final pass in position order emits s when key > K*, or
+// key == K* and fewer than `need` equal keys precede it, at output index (#greater before s) +
+// min(#equal before s, need): ascending without a sort.
+//
+// topk_seg_hist0 + topk_seg_collect: the multi-CTA variant for long rows and few of them, CTA
+// (c, t) covering positions [c seg_len, (c + 1) seg_len) of row t, two launches. hist0 adds each
+// segment's 11-bit histogram to the row's global one; the last CTA of the row (an atomic ticket)
+// picks the bin b0. collect appends the positions above b0 (fewer than k) to the row's output and
+// the (key, position) pairs in b0 to a candidate buffer; its last CTA selects the remaining ones
+// among the candidates (two key passes, position passes on a tie at the cut), merges, and writes
+// the k positions in ascending order through a bitmap of the row in shared memory.
+//
+// Instantiation constants: GLM_PAGE (positions per cache page, a power of two),
+// GLM_TOPK_THREADS (threads of every entry, a power of two in 64..1024), GLM_TOPK_CACHE,
+// GLM_TOPK_SEG_ELEMS (positions per thread of a segment), GLM_TOPK_MAXK (largest k of the
+// multi-CTA variant, a power of two), GLM_TOPK_CAND_SMEM (candidates the finishing CTA copies to
+// shared memory; more are read from the global buffer).
+#pragma once
+#include "common.cuh"
+
+#define GLM_TK_WARPS (GLM_TOPK_THREADS / 32)
+#define GLM_TK_BINS 2048 // bins of the 11-bit passes; the 10-bit pass uses the first 1024
+#define GLM_TK_BATCH 8   // keys each lane loads before using any (memory-level parallelism)
+#define GLM_TK_SEG_MAX (GLM_TOPK_THREADS * GLM_TOPK_SEG_ELEMS) // longest segment
+
+static_assert((GLM_PAGE & (GLM_PAGE - 1)) == 0, "page size is a power of two");
+static_assert(GLM_TOPK_THREADS >= 64 && GLM_TOPK_THREADS <= 1024 &&
+                  (GLM_TOPK_THREADS & (GLM_TOPK_THREADS - 1)) == 0,
+              "bins split evenly over the threads");
+static_assert((GLM_TOPK_MAXK & (GLM_TOPK_MAXK - 1)) == 0, "the bitonic sort takes a power of two");
+static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits");
+
+// Scratch (uint32) shared by the block-wide helpers: [0, 32) warp totals of a scan,
+// [32, 96) per-warp (greater, equal) counts, [96, 128) single values.
+#define GLM_TK_SCRATCH 128
+#define GLM_TK_PAIRS 32
+#define GLM_TK_MISC 96
+
+// topk_row's dynamic shared memory, in bytes (the registry's topKRowSmem computes the same).
+#define GLM_TK_SMEM_HIST 0
+#define GLM_TK_SMEM_SCRATCH (GLM_TK_BINS * 4)
+#define GLM_TK_SMEM_CACHE (GLM_TK_SMEM_SCRATCH + GLM_TK_SCRATCH * 4)
+#define GLM_TK_SMEM_BYTES (GLM_TK_SMEM_CACHE + GLM_TOPK_CACHE * 4)
+
+// topk_seg_collect's dynamic shared memory (the registry's topKCollectSmem): histogram, scratch,
+// the merged positions, the candidate copy.
+#define GLM_TK_CSMEM_SEL GLM_TK_SMEM_CACHE
+#define GLM_TK_CSMEM_CAND (GLM_TK_CSMEM_SEL + GLM_TOPK_MAXK * 4)
+#define GLM_TK_CSMEM_BYTES (GLM_TK_CSMEM_CAND + GLM_TOPK_CAND_SMEM * 8)
+
+// Multi-CTA workspace: per row GLM_TK_WS_ROW uint32 (the global histogram, two tickets, the
+// append counters, b0 and the count above it), then per row n_cols (key, position) pairs.
+// Invariant: histogram, tickets and counters are zero whenever no launch is running (zero the
+// workspace once at allocation; each launch's last CTA re-zeroes what it used).
+#define GLM_TK_WS_TICKET0 2048
+#define GLM_TK_WS_TICKET1 2049
+#define GLM_TK_WS_SURE 2050
+#define GLM_TK_WS_CAND 2051
+#define GLM_TK_WS_B0 2052
+#define GLM_TK_WS_ABOVE0 2053
+#define GLM_TK_WS_ROW 2056
+
+// Order-preserving key of a score.
+__device__ __forceinline__ uint32_t glm_tk_key(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    u = 0xff800000u; // NaN ranks as -inf
+  if (u == 0x80000000u)
+    u = 0u; // -0 ties with +0
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__device__ __forceinline__ uint32_t glm_tk_load(const float *src, const uint32_t *cache, int s) {
+  return cache ? cache[s] : glm_tk_key(src[s]);
+}
+
+// Causal candidates of a row: positions 0 .. n - 1.
+__device__ __forceinline__ int glm_tk_candidates(int pos, int n_cols) {
+  return pos < 0 ? 0 : min(pos, n_cols - 1) + 1;
+}
+
+__device__ __forceinline__ int32_t glm_tk_slot(const int32_t *bt, int s) {
+  return bt[static_cast<unsigned>(s) / GLM_PAGE] * GLM_PAGE + static_cast<unsigned>(s) % GLM_PAGE;
+}
+
+// Pass p: digit bits [shift, shift + bits) of the key; elements count when their bits above the
+// digit equal the prefix resolved so far.
+__device__ __forceinline__ int glm_tk_shift(int p) { return p == 0 ? 21 : p == 1 ? 10 : 0; }
+__device__ __forceinline__ int glm_tk_nbins(int p) { return p == 2 ? 1024 : 2048; }
+__device__ __forceinline__ uint32_t glm_tk_himask(int p) {
+  return p == 0 ? 0u : p == 1 ? 0xffe00000u : 0xfffffc00u;
+}
+
+// Loads that bypass L1: data other CTAs of this launch wrote.
+__device__ __forceinline__ uint32_t glm_ld_cg(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 glm_ld_cg2(const uint2 *p) {
+  uint2 v;
+  asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
+// hist[bin] += 1 for every lane with `valid`. A warp whose valid lanes share one bin (rows of
+// equal scores) makes one atomic instead of 32 serialized ones. All 32 lanes call it together.
+__device__ __forceinline__ void glm_tk_hist_add(uint32_t *hist, uint32_t bin, bool valid) {
+  const uint32_t vm = __ballot_sync(0xffffffffu, valid);
+  if (!vm)
+    return;
+  const int leader = __ffs(vm) - 1;
+  const uint32_t first = __shfl_sync(0xffffffffu, bin, leader);
+  if (__all_sync(0xffffffffu, !valid || bin == first)) {
+    if (static_cast<int>(threadIdx.x % 32) == leader)
+      atomicAdd(&hist[first], static_cast<uint32_t>(__popc(vm)));
+  } else if (valid) {
+    atomicAdd(&hist[bin], 1u);
+  }
+}
+
+// Appends `v` for every lane with `take` at dst[*counter ...] (shared counter, one atomic per
+// warp; the order among warps is arbitrary). All 32 lanes call it together.
+__device__ __forceinline__ void glm_tk_append(int32_t *dst, uint32_t *counter, int32_t v,
+                                              bool take) {
+  const int lane = threadIdx.x % 32;
+  const uint32_t bm = __ballot_sync(0xffffffffu, take);
+  if (!bm)
+    return;
+  const int leader = __ffs(bm) - 1;
+  uint32_t at = 0;
+  if (lane == leader)
+    at = atomicAdd(counter, static_cast<uint32_t>(__popc(bm)));
+  at = __shfl_sync(0xffffffffu, at, leader);
+  if (take)
+    dst[at + __popc(bm & ((1u << lane) - 1u))] = v;
+}
+
+// Exclusive prefix sum over the block in thread order; ends with a barrier (scratch reusable).
+__device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  uint32_t x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o)
+      x += y;
+  }
+  if (lane == 31)
+    scratch[warp] = x;
+  __syncthreads();
+  uint32_t off = 0;
+  for (int w = 0; w < warp; ++w)
+    off += scratch[w];
+  __syncthreads();
+  return off + x - v;
+}
+
+// Finds the digit d with above(d) < remaining <= above(d) + hist[d], above(d) = sum of hist[b]
+// for b > d; writes misc[0] = d, misc[1] = above(d). Requires sum(hist) >= remaining >= 1, so
+// exactly one (thread, bin) matches. Thread i owns the bins [nbins - (i + 1) per, nbins - i per),
+// walked downward, so thread order is descending bin order. Ends with a barrier.
+__device__ __forceinline__ void glm_tk_select(const uint32_t *hist, int nbins, uint32_t remaining,
+                                              uint32_t *scratch, uint32_t *misc) {
+  const int per = nbins / GLM_TOPK_THREADS;
+  const int hi = nbins - static_cast<int>(threadIdx.x) * per;
+  uint32_t local = 0;
+  for (int b = hi - 1; b >= hi - per; --b)
+    local += hist[b];
+  uint32_t above = glm_tk_exscan(local, scratch);
+  for (int b = hi - 1; b >= hi - per; --b) {
+    const uint32_t c = hist[b];
+    if (above < remaining && above + c >= remaining) {
+      misc[0] = static_cast<uint32_t>(b);
+      misc[1] = above;
+    }
+    above += c;
+  }
+  __syncthreads();
+}
+
+// Warp w's piece of [lo, hi): contiguous, a multiple of 32 long, in warp order.
+__device__ __forceinline__ void glm_tk_warp_range(int lo, int hi, int *wlo, int *whi) {
+  const int per = ((hi - lo + GLM_TK_WARPS - 1) / GLM_TK_WARPS + 31) & ~31;
+  *wlo = min(hi, lo + static_cast<int>(threadIdx.x / 32) * per);
+  *whi = min(hi, *wlo + per);
+}
+
+// Warp-wide counts of keys > kth and == kth in [wlo, whi) (every lane gets the totals).
+__device__ __forceinline__ void glm_tk_warp_count(const float *src, const uint32_t *cache, int wlo,
+                                                  int whi, uint32_t kth, uint32_t *gt,
+                                                  uint32_t *eq) {
+  const int lane = threadIdx.x % 32;
+  uint32_t g = 0, e = 0;
+  for (int base = wlo; base < whi; base += 32 * GLM_TK_BATCH) {
+    uint32_t key[GLM_TK_BATCH];
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      key[u] = s < whi ? glm_tk_load(src, cache, s) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const bool valid = base + u * 32 + lane < whi;
+      g += valid && key[u] > kth;
+      e += valid && key[u] == kth;
+    }
+  }
+  *gt = __reduce_add_sync(0xffffffffu, g);
+  *eq = __reduce_add_sync(0xffffffffu, e);
+}
+
+// Emits the selected positions of [wlo, whi) in position order. gtB / eqB: keys > kth / == kth
+// in the row before wlo. Invariant per element s: gtB and eqB count the row before s, so s goes
+// to out[gtB + min(eqB, need)] when selected.
+__device__ __forceinline__ void glm_tk_warp_emit(const float *src, const uint32_t *cache, int wlo,
+                                                 int whi, uint32_t kth, uint32_t need, uint32_t gtB,
+                                                 uint32_t eqB, int32_t *out, int32_t *sout,
+                                                 const int32_t *bt) {
+  const int lane = threadIdx.x % 32;
+  const uint32_t lt = (1u << lane) - 1u;
+  for (int base = wlo; base < whi; base += 32 * GLM_TK_BATCH) {
+    uint32_t key[GLM_TK_BATCH];
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      key[u] = s < whi ? glm_tk_load(src, cache, s) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      const bool valid = s < whi;
+      const bool g = valid && key[u] > kth, e = valid && key[u] == kth;
+      const uint32_t bg = __ballot_sync(0xffffffffu, g), be = __ballot_sync(0xffffffffu, e);
+      const uint32_t gx = gtB + __popc(bg & lt), ex = eqB + __popc(be & lt);
+      if (g || (e && ex < need)) {
+        const uint32_t o = gx + min(ex, need);
+        out[o] = s;
+        if (sout)
+          sout[o] = glm_tk_slot(bt, s);
+      }
+      gtB += __popc(bg);
+      eqB += __popc(be);
+    }
+  }
+}
+
+// Block-wide ordered emit of [lo, hi) given the counts of the row before lo. Ends with a barrier.
+__device__ __forceinline__ void glm_tk_emit(const float *src, const uint32_t *cache, int lo, int hi,
+                                            uint32_t kth, uint32_t need, uint32_t gt0, uint32_t eq0,
+                                            int32_t *out, int32_t *sout, const int32_t *bt,
+                                            uint32_t *scratch) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int wlo, whi;
+  glm_tk_warp_range(lo, hi, &wlo, &whi);
+  uint32_t gt, eq;
+  glm_tk_warp_count(src, cache, wlo, whi, kth, &gt, &eq);
+  uint32_t *pairs = scratch + GLM_TK_PAIRS;
+  if (lane == 0) {
+    pairs[2 * warp] = gt;
+    pairs[2 * warp + 1] = eq;
+  }
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) {
+    gt0 += pairs[2 * w];
+    eq0 += pairs[2 * w + 1];
+  }
+  glm_tk_warp_emit(src, cache, wlo, whi, kth, need, gt0, eq0, out, sout, bt);
+  __syncthreads();
+}
+
+// Rows with n <= k take every causal position: indices 0 .. n - 1 of [lo, hi), then (pad) -1
+// up to k.
+__device__ __forceinline__ void glm_tk_take_all(int lo, int hi, int n, int k, bool pad,
+                                                int32_t *out, int32_t *sout, const int32_t *bt) {
+  for (int s = lo + threadIdx.x; s < min(hi, n); s += GLM_TOPK_THREADS) {
+    out[s] = s;
+    if (sout)
+      sout[s] = glm_tk_slot(bt, s);
+  }
+  if (pad)
+    for (int j = n + threadIdx.x; j < k; j += GLM_TOPK_THREADS) {
+      out[j] = -1;
+      if (sout)
+        sout[j] = -1;
+    }
+}
+
+// One CTA per row. scores [T, ld]; block_table [seqs, bt_stride] (only read when slots is not
+// null), row t using table row t / rows_per_seq.
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+    topk_row(const float *__restrict__ scores, int ld, int n_cols,
+             const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
+             int32_t *__restrict__ slots, const int32_t *__restrict__ block_table, int bt_stride,
+             int rows_per_seq) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint32_t *hist = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_HIST);
+  uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_SCRATCH);
+  uint32_t *cache = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_CACHE);
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int row = blockIdx.x;
+  const int n = glm_tk_candidates(positions[row], n_cols);
+  int32_t *out = indices + static_cast<long long>(row) * k;
+  int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
+  const int32_t *bt =
+      slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  if (n <= k) {
+    glm_tk_take_all(0, n, n, k, true, out, sout, bt);
+    return;
+  }
+  // From here count = k < n: exactly k positions are written, no padding.
+  const float *src = scores + static_cast<long long>(row) * ld;
+  const bool cached = n <= GLM_TOPK_CACHE;
+  const int step = GLM_TOPK_THREADS * GLM_TK_BATCH;
+  const int wbase = (tid - lane) * GLM_TK_BATCH; // warp-uniform: whole warps take each branch
+
+  // Pass 0 (bits 31..21) over the whole row; keeps the keys when the row fits.
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+  for (int base = wbase; base < n; base += step) {
+    float v[GLM_TK_BATCH];
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      v[u] = s < n ? src[s] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      const uint32_t key = glm_tk_key(v[u]);
+      if (cached && s < n)
+        cache[s] = key;
+      glm_tk_hist_add(hist, key >> 21, s < n);
+    }
+  }
+  __syncthreads();
+  glm_tk_select(hist, 2048, static_cast<uint32_t>(k), scratch, misc);
+  uint32_t prefix = misc[0] << 21, remaining = static_cast<uint32_t>(k) - misc[1];
+  // The first bin's elements fit in shared memory: pass 1 collects them as the candidates of
+  // pass 2 (their order is irrelevant, pass 2 only counts).
+  const bool use_cand = !cached && hist[misc[0]] <= GLM_TOPK_CACHE;
+  __syncthreads(); // everyone has read hist and misc
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  if (tid == 0)
+    misc[2] = 0; // candidates collected
+  __syncthreads();
+
+  // Pass 1 (bits 20..10) over the row.
+  {
+    const uint32_t *c0 = cached ? cache : nullptr;
+    for (int base = wbase; base < n; base += step) {
+      uint32_t key[GLM_TK_BATCH];
+#pragma unroll
+      for (int u = 0; u < GLM_TK_BATCH; ++u) {
+        const int s = base + u * 32 + lane;
+        key[u] = s < n ? glm_tk_load(src, c0, s) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < GLM_TK_BATCH; ++u) {
+        const bool match = base + u * 32 + lane < n && (key[u] & 0xffe00000u) == prefix;
+        glm_tk_hist_add(hist, (key[u] >> 10) & 2047u, match);
+        if (use_cand) {
+          const uint32_t bm = __ballot_sync(0xffffffffu, match);
+          uint32_t at = 0;
+          if (bm && lane == __ffs(bm) - 1)
+            at = atomicAdd(&misc[2], static_cast<uint32_t>(__popc(bm)));
+          at = __shfl_sync(0xffffffffu, at, bm ? __ffs(bm) - 1 : 0);
+          if (match)
+            cache[at + __popc(bm & ((1u << lane) - 1u))] = key[u];
+        }
+      }
+    }
+  }
+  __syncthreads();
+  glm_tk_select(hist, 2048, remaining, scratch, misc);
+  prefix |= misc[0] << 10;
+  remaining -= misc[1];
+  const int num_cand = static_cast<int>(misc[2]);
+  __syncthreads();
+  for (int b = tid; b < 1024; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+
+  // Pass 2 (bits 9..0) over the kept keys, the candidates, or the row.
+  {
+    const uint32_t *c1 = cached || use_cand ? cache : nullptr;
+    const int m = use_cand ? num_cand : n;
+    for (int base = wbase; base < m; base += step) {
+      uint32_t key[GLM_TK_BATCH];
+#pragma unroll
+      for (int u = 0; u < GLM_TK_BATCH; ++u) {
+        const int s = base + u * 32 + lane;
+        key[u] = s < m ? glm_tk_load(src, c1, s) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < GLM_TK_BATCH; ++u) {
+        const bool match = base + u * 32 + lane < m && (key[u] & 0xfffffc00u) == prefix;
+        glm_tk_hist_add(hist, key[u] & 1023u, match);
+      }
+    }
+  }
+  __syncthreads();
+  glm_tk_select(hist, 1024, remaining, scratch, misc);
+  const uint32_t kth = prefix | misc[0], need = remaining - misc[1];
+
+  // Ordered emit over the row (the candidates overwrote the kept keys only when !cached).
+  glm_tk_emit(src, cached ? cache : nullptr, 0, n, kth, need, 0, 0, out, sout, bt, scratch);
+}
+
+// Multi-CTA, launch 1 of 2: grid (segments, T). Adds the segment's histogram of key bits 31..21
+// to the row's global one; the last CTA of the row picks the bin b0 holding the k-th largest
+// key, stores b0 and the count above it, and re-zeroes histogram and ticket.
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+    topk_seg_hist0(const float *__restrict__ scores, int ld, int n_cols,
+                   const int32_t *__restrict__ positions, int k, uint32_t *__restrict__ ws,
+                   int seg_len) {
+  __shared__ uint32_t hist[GLM_TK_BINS];
+  __shared__ uint32_t scratch[GLM_TK_SCRATCH];
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int row = blockIdx.y, segs = gridDim.x;
+  const int n = glm_tk_candidates(positions[row], n_cols);
+  if (n <= k)
+    return; // the whole row's grid returns: the workspace stays zero
+  uint32_t *wsr = ws + static_cast<long long>(row) * GLM_TK_WS_ROW;
+  const float *src = scores + static_cast<long long>(row) * ld;
+  const int lo = blockIdx.x * seg_len, hi = min(n, lo + seg_len);
+
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+  const int step = GLM_TOPK_THREADS * GLM_TK_BATCH;
+  for (int base = lo + (tid - lane) * GLM_TK_BATCH; base < hi; base += step) {
+    uint32_t key[GLM_TK_BATCH];
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u) {
+      const int s = base + u * 32 + lane;
+      key[u] = s < hi ? glm_tk_key(src[s]) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < GLM_TK_BATCH; ++u)
+      glm_tk_hist_add(hist, key[u] >> 21, base + u * 32 + lane < hi);
+  }
+  __syncthreads();
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    if (hist[b])
+      atomicAdd(&wsr[b], hist[b]);
+  __threadfence(); // this CTA's bins are visible before its ticket
+  __syncthreads();
+  if (tid == 0)
+    misc[4] = atomicAdd(&wsr[GLM_TK_WS_TICKET0], 1u) == static_cast<uint32_t>(segs - 1);
+  __syncthreads();
+  if (!misc[4])
+    return;
+  __threadfence(); // the last ticket: every other CTA's bins are in the global histogram
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS) {
+    hist[b] = glm_ld_cg(&wsr[b]);
+    wsr[b] = 0;
+  }
+  __syncthreads();
+  glm_tk_select(hist, GLM_TK_BINS, static_cast<uint32_t>(k), scratch, misc);
+  if (tid == 0) {
+    wsr[GLM_TK_WS_B0] = misc[0];
+    wsr[GLM_TK_WS_ABOVE0] = misc[1];
+    wsr[GLM_TK_WS_TICKET0] = 0;
+  }
+}
+
+// Multi-CTA, launch 2 of 2: grid (segments, T), seg_len <= GLM_TK_SEG_MAX, k <= GLM_TOPK_MAXK,
+// GLM_TK_CSMEM_BYTES of dynamic shared memory. Each CTA appends its positions with key bin > b0
+// to the row's indices (unordered; fewer than k in all) and its (key, position) pairs of bin b0
+// to the candidate buffer (one atomic per counter per CTA). The last CTA of the row selects the
+// remaining k - above0 candidates, merges them with those positions, sorts, writes indices and
+// slots, and re-zeroes ticket and counters.
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+    topk_seg_collect(const float *__restrict__ scores, int ld, int n_cols,
+                     const int32_t *__restrict__ positions, int k, uint32_t *__restrict__ ws,
+                     int seg_len, int32_t *__restrict__ indices, int32_t *__restrict__ slots,
+                     const int32_t *__restrict__ block_table, int bt_stride, int rows_per_seq) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint32_t *hist = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_HIST);
+  uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_SCRATCH);
+  int32_t *sel = reinterpret_cast<int32_t *>(smem + GLM_TK_CSMEM_SEL);
+  uint2 *cand_s = reinterpret_cast<uint2 *>(smem + GLM_TK_CSMEM_CAND);
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int row = blockIdx.y, segs = gridDim.x, seg = blockIdx.x;
+  const int n = glm_tk_candidates(positions[row], n_cols);
+  int32_t *out = indices + static_cast<long long>(row) * k;
+  int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
+  const int32_t *bt =
+      slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  const int lo = seg * seg_len, hi = min(n, lo + seg_len);
+  if (n <= k) {
+    glm_tk_take_all(lo, hi, n, k, seg == 0, out, sout, bt);
+    return;
+  }
+  uint32_t *wsr = ws + static_cast<long long>(row) * GLM_TK_WS_ROW;
+  uint2 *cand = reinterpret_cast<uint2 *>(ws + static_cast<long long>(gridDim.y) * GLM_TK_WS_ROW) +
+                static_cast<long long>(row) * n_cols;
+  const float *src = scores + static_cast<long long>(row) * ld;
+  const uint32_t b0 = wsr[GLM_TK_WS_B0];
+
+  // Classify this thread's positions lo + e * THREADS + tid; one scan gives every thread its
+  // offsets among the CTA's appends (sure positions in the low 16 bits, candidates above).
+  uint32_t key[GLM_TOPK_SEG_ELEMS];
+  uint32_t counts = 0;
+#pragma unroll
+  for (int e = 0; e < GLM_TOPK_SEG_ELEMS; ++e) {
+    const int s = lo + e * GLM_TOPK_THREADS + tid;
+    key[e] = s < hi ? glm_tk_key(src[s]) : 0u;
+  }
+#pragma unroll
+  for (int e = 0; e < GLM_TOPK_SEG_ELEMS; ++e) {
+    const bool valid = lo + e * GLM_TOPK_THREADS + tid < hi;
+    const uint32_t d = key[e] >> 21;
+    counts += valid && d > b0 ? 1u : valid && d == b0 ? 0x10000u : 0u;
+  }
+  const uint32_t off = glm_tk_exscan(counts, scratch);
+  if (tid == GLM_TOPK_THREADS - 1)
+    misc[5] = off + counts; // the CTA's totals
+  __syncthreads();
+  if (tid == 0 && (misc[5] & 0xffffu))
+    misc[6] = atomicAdd(&wsr[GLM_TK_WS_SURE], misc[5] & 0xffffu);
+  if (tid == 32 && (misc[5] >> 16))
+    misc[7] = atomicAdd(&wsr[GLM_TK_WS_CAND], misc[5] >> 16);
+  __syncthreads();
+  uint32_t at_sure = misc[6] + (off & 0xffffu), at_cand = misc[7] + (off >> 16);
+#pragma unroll
+  for (int e = 0; e < GLM_TOPK_SEG_ELEMS; ++e) {
+    const int s = lo + e * GLM_TOPK_THREADS + tid;
+    const uint32_t d = key[e] >> 21;
+    if (s < hi && d > b0)
+      out[at_sure++] = s;
+    else if (s < hi && d == b0)
+      cand[at_cand++] = make_uint2(key[e], static_cast<uint32_t>(s));
+  }
+  __threadfence(); // this CTA's appends are visible before its ticket
+  __syncthreads();
+  if (tid == 0)
+    misc[4] = atomicAdd(&wsr[GLM_TK_WS_TICKET1], 1u) == static_cast<uint32_t>(segs - 1);
+  __syncthreads();
+  if (!misc[4])
+    return;
+  __threadfence(); // the last ticket: every CTA's appends are in memory
+
+  // The row's last CTA. m candidates (all in bin b0), r of them to take.
+  const uint32_t above0 = glm_ld_cg(&wsr[GLM_TK_WS_ABOVE0]);
+  const int m = static_cast<int>(glm_ld_cg(&wsr[GLM_TK_WS_CAND]));
+  uint32_t r = static_cast<uint32_t>(k) - above0;
+  // Candidates from the shared-memory copy when they fit, else from the global buffer.
+  const bool in_smem = m <= GLM_TOPK_CAND_SMEM;
+  if (in_smem)
+    for (int i = tid; i < m; i += GLM_TOPK_THREADS)
+      cand_s[i] = glm_ld_cg2(&cand[i]);
+  auto cs = [&](int i) { return in_smem ? cand_s[i] : glm_ld_cg2(&cand[i]); };
+  for (int i = tid; i < static_cast<int>(above0); i += GLM_TOPK_THREADS)
+    sel[i] = static_cast<int32_t>(glm_ld_cg(reinterpret_cast<const uint32_t *>(out) + i));
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+
+  // Key bits 20..10, then 9..0, of the candidates: K* and `need`.
+  const int mwarp = tid - lane;
+  for (int base = mwarp; base < m; base += GLM_TOPK_THREADS) {
+    const int i = base + lane;
+    const uint32_t kk = i < m ? cs(i).x : 0u;
+    glm_tk_hist_add(hist, (kk >> 10) & 2047u, i < m);
+  }
+  __syncthreads();
+  glm_tk_select(hist, GLM_TK_BINS, r, scratch, misc);
+  const uint32_t prefix = (b0 << 21) | (misc[0] << 10);
+  r -= misc[1];
+  __syncthreads();
+  for (int b = tid; b < 1024; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+  for (int base = mwarp; base < m; base += GLM_TOPK_THREADS) {
+    const int i = base + lane;
+    const uint32_t kk = i < m ? cs(i).x : 0u;
+    glm_tk_hist_add(hist, kk & 1023u, i < m && (kk & 0xfffffc00u) == prefix);
+  }
+  __syncthreads();
+  glm_tk_select(hist, 1024, r, scratch, misc);
+  const uint32_t kth = prefix | misc[0], need = r - misc[1], equal = hist[misc[0]];
+  __syncthreads();
+
+  // A tie at the cut: the `need` lowest positions among key == K*, i.e. the need-th largest
+  // ~position (positions are distinct), by three more passes.
+  uint32_t pmax = 0xffffffffu; // take equal keys at positions <= pmax
+  if (equal > need) {
+    uint32_t p2 = 0, r2 = need;
+    for (int pass = 0; pass < 3; ++pass) {
+      const int shift = glm_tk_shift(pass), nbins = glm_tk_nbins(pass);
+      const uint32_t himask = glm_tk_himask(pass);
+      for (int b = tid; b < nbins; b += GLM_TOPK_THREADS)
+        hist[b] = 0;
+      __syncthreads();
+      for (int base = mwarp; base < m; base += GLM_TOPK_THREADS) {
+        const int i = base + lane;
+        const uint2 c = i < m ? cs(i) : make_uint2(0u, 0u);
+        const uint32_t np = ~c.y;
+        glm_tk_hist_add(hist, (np >> shift) & static_cast<uint32_t>(nbins - 1),
+                        i < m && c.x == kth && (np & himask) == p2);
+      }
+      __syncthreads();
+      glm_tk_select(hist, nbins, r2, scratch, misc);
+      p2 |= misc[0] << shift;
+      r2 -= misc[1];
+      __syncthreads();
+    }
+    pmax = ~p2;
+  }
+
+  // Merge: the positions above b0 are sel[0, above0); append the chosen candidates.
+  if (tid == 0)
+    misc[8] = above0;
+  __syncthreads();
+  for (int base = mwarp; base < m; base += GLM_TOPK_THREADS) {
+    const int i = base + lane;
+    const uint2 c = i < m ? cs(i) : make_uint2(0u, 0u);
+    glm_tk_append(sel, &misc[8], static_cast<int32_t>(c.y),
+                  i < m && (c.x > kth || (c.x == kth && c.y <= pmax)));
+  }
+  // Invariant: exactly k distinct positions in sel now. Write them in ascending order: as a
+  // bitmap of the row in the (consumed) candidate space, each position's index is the number of
+  // set bits before it; rows too long for the bitmap take a bitonic sort.
+  __syncthreads(); // sel complete, candidate reads done
+  const int nwords = (n + 31) / 32;
+  if (nwords <= 2 * GLM_TOPK_CAND_SMEM) {
+    uint32_t *bits = reinterpret_cast<uint32_t *>(cand_s);
+    for (int w = tid; w < nwords; w += GLM_TOPK_THREADS)
+      bits[w] = 0;
+    __syncthreads();
+    for (int j = tid; j < k; j += GLM_TOPK_THREADS)
+      atomicOr(&bits[sel[j] >> 5], 1u << (sel[j] & 31));
+    __syncthreads();
+    const int per = (nwords + GLM_TOPK_THREADS - 1) / GLM_TOPK_THREADS;
+    const int w0 = min(nwords, tid * per), w1 = min(nwords, w0 + per);
+    uint32_t c = 0;
+    for (int w = w0; w < w1; ++w)
+      c += __popc(bits[w]);
+    uint32_t o = glm_tk_exscan(c, scratch);
+    for (int w = w0; w < w1; ++w)
+      for (uint32_t b = bits[w]; b; b &= b - 1) {
+        const int s = 32 * w + __ffs(b) - 1;
+        out[o] = s;
+        if (sout)
+          sout[o] = glm_tk_slot(bt, s);
+        ++o;
+      }
+  } else {
+    int size = 1;
+    while (size < k)
+      size <<= 1;
+    for (int i = k + tid; i < size; i += GLM_TOPK_THREADS)
+      sel[i] = 0x7fffffff;
+    __syncthreads();
+    for (int block = 2; block <= size; block <<= 1)
+      for (int stride = block / 2; stride > 0; stride >>= 1) {
+        for (int i = tid; i < size / 2; i += GLM_TOPK_THREADS) {
+          const int a = 2 * stride * (i / stride) + i % stride, b = a + stride;
+          const int32_t x = sel[a], y = sel[b];
+          if ((x > y) == ((a & block) == 0)) {
+            sel[a] = y;
+            sel[b] = x;
+          }
+        }
+        __syncthreads();
+      }
+    for (int j = tid; j < k; j += GLM_TOPK_THREADS) {
+      out[j] = sel[j];
+      if (sout)
+        sout[j] = glm_tk_slot(bt, sel[j]);
+    }
+  }
+  if (tid == 0) {
+    wsr[GLM_TK_WS_TICKET1] = 0;
+    wsr[GLM_TK_WS_SURE] = 0;
+    wsr[GLM_TK_WS_CAND] = 0;
+  }
+}
