@@ -2,6 +2,7 @@
 #include "codegen/registry/Registry.h"
 
 #include "codegen/registry/Elementwise.h"
+#include "codegen/registry/Indexer.h"
 #include "codegen/registry/SparseMla.h"
 
 namespace glm5c::codegen {
@@ -151,6 +152,24 @@ KernelChoice elementwise(const KernelQuery &q, const Target &tiles) {
                     {"swiglu_mul", "add"});
 }
 
+KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
+  if (q.op == "glm.indexer_score") {
+    IndexerShape shape;
+    shape.heads = dim(q, "heads", 32);
+    shape.dim = dim(q, "index_dim", 128);
+    shape.page = dim(q, "page", 64);
+    shape.actF32 = q.actF32;
+    return fromConfig("indexer_score", selectIndexerScore(tiles, shape), indexerScoreSource,
+                      {"indexer_score"});
+  }
+  TopKShape shape;
+  shape.k = dim(q, "k", 2048);
+  shape.page = dim(q, "page", 64);
+  KernelChoice c = fromConfig("topk", selectTopK(tiles, shape), topKSource,
+                              {"topk_row", "topk_seg_hist0", "topk_seg_collect"});
+  return c;
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, bool>> registryOps() {
@@ -158,7 +177,7 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.layer_norm", true},     {"glm.linear", false},       {"glm.head_linear", false},
           {"glm.slice", false},         {"glm.rope", true},          {"glm.cache_append", true},
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
-          {"glm.indexer_score", false}, {"glm.topk", false},         {"glm.attention", false},
+          {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", false},   {"glm.moe_experts", false},
           {"glm.swiglu", false},        {"glm.add", true},           {"glm.logits", false}};
 }
@@ -166,6 +185,8 @@ std::vector<std::pair<std::string, bool>> registryOps() {
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.sparse_mla")
     return sparseMla(q, tiles);
+  if (q.op == "glm.indexer_score" || q.op == "glm.topk")
+    return indexer(q, tiles);
   if (q.op == "glm.rms_norm" || q.op == "glm.layer_norm" || q.op == "glm.rope" ||
       q.op == "glm.rope_cache_append" || q.op == "glm.cache_append" || q.op == "glm.add")
     return elementwise(q, tiles);

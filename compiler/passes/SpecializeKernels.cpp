@@ -50,6 +50,12 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
   }
   if (auto a = dyn_cast<CacheAppendOp>(op))
     appendDims(a.getLatent(), a.getRopeKey(), a.getIndexKey());
+  if (auto s = dyn_cast<IndexerScoreOp>(op)) {
+    q.dims["heads"] = s.getQuery().getType().getDimSize(1);
+    q.dims["index_dim"] = s.getQuery().getType().getDimSize(2);
+  }
+  if (auto t = dyn_cast<TopKOp>(op))
+    q.dims["k"] = static_cast<int64_t>(t.getK());
   if (auto mla = dyn_cast<SparseMLAOp>(op)) {
     q.dims["latent"] = mla.getDims().getKvLora();
     q.dims["rope"] = mla.getDims().getRope();
