@@ -1,0 +1,295 @@
+// Quantized decode matrix-vector (qlinear_decode) on the GPU at GLM-5's linear shapes, for every
+// supported weight type, batch 1 and 8, bf16 activations: one launch per shape checked against
+// the host reference on sampled rows first, then CUDA-graph replay over weight copies rotated
+// beyond L2; median time, GB/s of quantized weight bytes and % of the H200's 4230 GB/s copy
+// bandwidth.
+//
+// usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
+//                            [--reps N]
+#include "codegen/kernels/EmbeddedKernels.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "codegen/registry/QLinear.h"
+#include "runtime/cuda/Driver.h"
+#include "runtime/gguf/quant.h"
+#include "runtime/host/ops.h"
+#include "runtime/support/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace glm5c::codegen;
+using glm5rt::Status;
+using glm5rt::gguf::GgmlType;
+namespace cu = glm5rt::cuda;
+
+namespace {
+
+#define CHECK_OK(expr)                                                                             \
+  do {                                                                                             \
+    Status s_ = (expr);                                                                            \
+    if (!s_.isOk()) {                                                                              \
+      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                   \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
+};
+
+std::vector<std::string> splitList(const std::string &list) {
+  std::vector<std::string> v;
+  for (size_t p = 0; p <= list.size();) {
+    size_t c = list.find(',', p);
+    v.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
+    p = c == std::string::npos ? list.size() + 1 : c + 1;
+  }
+  return v;
+}
+
+// GLM-5's decode linears, in -> out (K -> N).
+struct Shape {
+  int64_t K, N;
+  const char *what;
+};
+const Shape kShapes[] = {{6144, 2048, "q_a"},         {2048, 16384, "q_b"},
+                         {6144, 576, "kv_a"},         {16384, 6144, "o"},
+                         {6144, 2048, "shared gate"}, {2048, 6144, "shared down"},
+                         {6144, 154880, "lm_head"}};
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                           GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+struct Row {
+  std::string tiles, type, shape;
+  int64_t K, N;
+  int T, splits;
+  std::string variant;
+  double us, gbs, err;
+  bool ok;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool checkOnly = false;
+  int reps = 30;
+  std::vector<std::string> tileNames, typeNames;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--check-only")
+      checkOnly = true;
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--tiles" && i + 1 < argc)
+      tileNames = splitList(argv[++i]);
+    else if (a == "--types" && i + 1 < argc)
+      typeNames = splitList(argv[++i]);
+    else {
+      std::fprintf(
+          stderr,
+          "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] [--reps N]\n",
+          argv[0]);
+      return 2;
+    }
+  }
+  auto drvOr = cu::Driver::get(0);
+  CHECK_OK(drvOr.status());
+  cu::Driver &drv = **drvOr;
+  const cu::DeviceInfo &dev = drv.info();
+  std::string codeArch = "sm_" + std::to_string(dev.major * 10 + dev.minor);
+  std::printf("device: %s (%s, %d SMs, %d B shared memory per block)\n", dev.name.c_str(),
+              codeArch.c_str(), dev.smCount, dev.maxSharedOptin);
+  if (tileNames.empty())
+    tileNames = {codeArch};
+  const Target *devTarget = findTarget(codeArch);
+  NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
+  cu::Stream stream;
+  CHECK_OK(drv.streamCreate(&stream));
+  cu::Event e0, e1;
+  CHECK_OK(drv.eventCreate(&e0));
+  CHECK_OK(drv.eventCreate(&e1));
+  std::map<std::string, cu::Function> kernels;
+  std::vector<Row> rows;
+  bool failed = false;
+
+  for (const std::string &tn : tileNames) {
+    const Target *tiles = findTarget(tn);
+    if (!tiles) {
+      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
+                   targetNames().c_str());
+      return 2;
+    }
+    const Target &sizing = devTarget ? *devTarget : *tiles;
+    for (GgmlType type : kTypes) {
+      std::string tname = qlinearTypeName(uint32_t(type));
+      if (!typeNames.empty()) {
+        bool want = false;
+        for (const std::string &n : typeNames)
+          want |= strcasecmp(n.c_str(), tname.c_str()) == 0;
+        if (!want)
+          continue;
+      }
+      for (const Shape &sh : kShapes) {
+        const int64_t K = sh.K, N = sh.N, rowBytes = qlinearRowBytes(uint32_t(type), K);
+        const int64_t bytes = rowBytes * N;
+        // A pool of quantized random rows, tiled over the N rows (the host checks sampled rows).
+        const int64_t pool = 61;
+        Rng rng{uint64_t(K) * 7919 + N + uint32_t(type)};
+        std::vector<uint8_t> poolBytes(size_t(pool * rowBytes));
+        std::vector<float> rowF(static_cast<size_t>(K));
+        for (int64_t p = 0; p < pool; ++p) {
+          for (float &v : rowF)
+            v = rng.uniform();
+          CHECK_OK(glm5rt::gguf::quantizeRow(type, rowF.data(), uint64_t(K),
+                                             poolBytes.data() + p * rowBytes, size_t(rowBytes)));
+        }
+        std::vector<uint8_t> host(static_cast<size_t>(bytes));
+        for (int64_t n = 0; n < N; ++n)
+          std::memcpy(host.data() + n * rowBytes, poolBytes.data() + (n % pool) * rowBytes,
+                      size_t(rowBytes));
+        const int sets = static_cast<int>(std::clamp<int64_t>((256ll << 20) / bytes + 1, 1, 64));
+        std::vector<cu::DevicePtr> w(sets);
+        for (int s = 0; s < sets; ++s) {
+          CHECK_OK(drv.malloc(&w[s], size_t(bytes), "weights"));
+          CHECK_OK(drv.copyToDevice(w[s], host.data(), size_t(bytes)));
+        }
+        std::vector<float> poolF(size_t(pool * K));
+        glm5rt::host::Weight pw =
+            glm5rt::host::makeWeight(type, poolBytes.data(), {uint64_t(K), uint64_t(pool)});
+        CHECK_OK(glm5rt::host::dequantRows(pw, 0, uint64_t(pool), poolF.data()));
+
+        for (int T : {1, 8}) {
+          auto cfg = selectQLinear(*tiles, uint32_t(type), K, N, T, false);
+          CHECK_OK(cfg.status());
+          auto it = kernels.find(cfg->variant + tn);
+          if (it == kernels.end()) {
+            KernelSource src;
+            src.name = cfg->variant + "_" + tn;
+            src.source = qlinearSource(*cfg);
+            src.headers = glm5c::codegen::embeddedKernelFiles();
+            src.arch = codeArch;
+            auto compiled = nvrtc.compile(src);
+            CHECK_OK(compiled.status());
+            cu::Module mod;
+            CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
+            cu::Function f;
+            CHECK_OK(drv.getFunction(mod, cfg->entry.c_str(), &f));
+            if (cfg->dynamicSmem > 48 * 1024)
+              CHECK_OK(drv.setMaxDynamicSmem(f, static_cast<int>(cfg->dynamicSmem), src.name));
+            size_t p = compiled->log.find("Used");
+            std::printf("%s (%s): %lld B dynamic shared memory; %s\n", cfg->variant.c_str(),
+                        tn.c_str(), static_cast<long long>(cfg->dynamicSmem),
+                        p == std::string::npos
+                            ? ""
+                            : compiled->log.substr(p, compiled->log.find('\n', p) - p).c_str());
+            it = kernels.emplace(cfg->variant + tn, f).first;
+          }
+          cu::Function fn = it->second;
+          QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K);
+
+          std::vector<uint16_t> xh(size_t(T * K));
+          std::vector<float> xf(xh.size());
+          for (size_t i = 0; i < xh.size(); ++i) {
+            xh[i] = glm5rt::floatToBf16(rng.uniform());
+            xf[i] = glm5rt::bf16ToFloat(xh[i]);
+          }
+          cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
+          CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+          CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+          CHECK_OK(drv.malloc(&dy, size_t(T * N) * 2, "y"));
+          CHECK_OK(drv.malloc(&ws, size_t(std::max<int64_t>(l.workspaceBytes, 4)), "workspace"));
+          CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(l.counters, 1)) * 4, "counters"));
+          CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(l.counters, 1)) * 4));
+          int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = l.kPerSplit;
+          auto launch = [&](cu::DevicePtr wp) {
+            void *args[] = {&wp, &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
+            CHECK_OK(drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem, stream, args,
+                                "qlinear_decode"));
+          };
+
+          // Correctness: one launch, 64 sampled rows against a double-precision host product.
+          CHECK_OK(drv.memsetD8(dy, 0xff, size_t(T * N) * 2));
+          launch(w[0]);
+          CHECK_OK(drv.synchronize(stream));
+          std::vector<uint16_t> yh(size_t(T * N));
+          CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
+          double e2 = 0, r2 = 0;
+          for (int i = 0; i < 64; ++i) {
+            const int64_t n = i * (N - 1) / 63;
+            const float *wr = poolF.data() + (n % pool) * K;
+            for (int t = 0; t < T; ++t) {
+              double ref = 0;
+              for (int64_t k = 0; k < K; ++k)
+                ref += double(wr[k]) * xf[size_t(t * K + k)];
+              double got = glm5rt::bf16ToFloat(yh[size_t(t * N + n)]);
+              e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
+              r2 += ref * ref;
+            }
+          }
+          const double err = std::sqrt(e2 / r2);
+          const bool ok = err <= 1e-2;
+          failed |= !ok;
+          Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant, 0, 0, err, ok};
+          if (!checkOnly) {
+            CHECK_OK(drv.beginCapture(stream));
+            for (int s = 0; s < sets; ++s)
+              launch(w[s]);
+            cu::Graph graph;
+            cu::GraphExec exec;
+            CHECK_OK(drv.endCapture(stream, &graph));
+            CHECK_OK(drv.instantiate(&exec, graph));
+            for (int r = 0; r < 3; ++r)
+              CHECK_OK(drv.graphLaunch(exec, stream));
+            std::vector<float> times;
+            for (int r = 0; r < reps; ++r) {
+              CHECK_OK(drv.eventRecord(e0, stream));
+              CHECK_OK(drv.graphLaunch(exec, stream));
+              CHECK_OK(drv.eventRecord(e1, stream));
+              CHECK_OK(drv.synchronize(stream));
+              float ms;
+              CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
+              times.push_back(ms * 1000.f / sets);
+            }
+            std::sort(times.begin(), times.end());
+            row.us = times[times.size() / 2];
+            row.gbs = double(bytes) / row.us / 1e3;
+          }
+          std::printf("  %-7s %-5s %-11s %5lld -> %-6lld T=%d splits=%-2d rel err %.1e %s",
+                      tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
+                      static_cast<long long>(N), T, l.splits, err, ok ? "ok" : "FAILED");
+          if (!checkOnly)
+            std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs, 100.0 * row.gbs / 4230.0);
+          std::printf("\n");
+          rows.push_back(row);
+          for (cu::DevicePtr d : {dx, dy, ws, cnt})
+            (void)drv.free(d);
+        }
+        for (cu::DevicePtr d : w)
+          (void)drv.free(d);
+      }
+    }
+  }
+
+  std::printf("\n%-8s %-5s %-12s %6s %7s %2s %6s %9s %7s %6s %-8s %s\n", "tiles", "type", "shape",
+              "in", "out", "T", "splits", "us", "GB/s", "% bw", "check", "variant");
+  for (const Row &r : rows)
+    std::printf("%-8s %-5s %-12s %6lld %7lld %2d %6d %9.1f %7.0f %6.1f %-8s %s\n", r.tiles.c_str(),
+                r.type.c_str(), r.shape.c_str(), static_cast<long long>(r.K),
+                static_cast<long long>(r.N), r.T, r.splits, r.us, r.gbs, 100.0 * r.gbs / 4230.0,
+                r.ok ? "ok" : "FAILED", r.variant.c_str());
+  return failed ? 1 : 0;
+}

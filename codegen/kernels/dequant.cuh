@@ -1,0 +1,520 @@
+// Device dequantization of GGUF weight blocks (docs/gguf.md "Quant blocks"), bit-exact with the
+// host dequantizeRow, in the two shapes the qlinear kernels consume.
+//
+// GLM_WTYPE (a ggml type id, defined before this file) selects the format: F32 0, F16 1, Q4_0 2,
+// Q8_0 8, Q4_K 12, Q5_K 13, Q6_K 14, BF16 30.
+//
+// 1. glm_dq32(row, s, y): the 32 fp32 values of elements [32 s, 32 s + 32) of a weight row. Exact:
+//    every scale product of the host formula (d * sc, dmin * m, d * sc * q, d * q) is exact in fp32
+//    (at most 11 + 8 + 6 significant bits), so the one rounding left (d1 * q - m1) is the same with
+//    or without FMA contraction. Global loads are 16-byte where the layout keeps 16-byte alignment
+//    (F32, F16, BF16 rows of K % 32 == 0; Q4_K and Q5_K blocks of 144 and 176 B), and 4-byte,
+//    or pairs of halfwords when the address is only 2-byte aligned, for the 34-, 18- and 210-byte
+//    blocks of Q8_0, Q4_0 and Q6_K.
+//
+// 2. glm_mv_step(...): the bf16 mma.sync A fragments of one 256-element step of two weight rows
+//    (rows g and g + 8 of an m16 tile), taken from the raw bytes a decode kernel staged in shared
+//    memory. The quants go into the fragments as exact small integers (128 + q, built by OR-ing q
+//    into the mantissa of bf16 128.0; Q8_0 through an exact fp32 -> bf16 conversion), so the tensor
+//    core computes D = sum (128 + q) x per scale group; the group's scale, min and the 128 offset
+//    are applied in fp32 afterwards with the sum of x over the group (xsum):
+//      sum_k (d1 q_k - m1) x_k = d1 D - (128 d1 + m1) sum_k x_k.
+//    Inside a 16-wide k step, thread t's four values are the consecutive elements e, e+1, e+2, e+3
+//    (one 32-bit word of quants); they stand for the mma's logical k = 2t, 2t+8, 2t+1, 2t+9, i.e. a
+//    register holds the pair (e, e+2) or (e+1, e+3). x is staged with the same permutation, so the
+//    product is unchanged. Which elements thread t owns:
+//      P4 (Q4_0, Q8_0, Q6_K): in each 16-element span, elements 4t .. 4t+3;
+//      P8 (Q4_K, Q5_K, BF16): in each 32-element span, elements 8t .. 8t+7, the first four in
+//          the span's first k step and the last four in its second;
+//    glm_x_perm_group gives the staged position of x accordingly.
+#pragma once
+#include "common.cuh"
+
+typedef unsigned char glm_u8;
+
+#define GLM_T_F32 0
+#define GLM_T_F16 1
+#define GLM_T_Q4_0 2
+#define GLM_T_Q8_0 8
+#define GLM_T_Q4_K 12
+#define GLM_T_Q5_K 13
+#define GLM_T_Q6_K 14
+#define GLM_T_BF16 30
+
+#ifndef GLM_WTYPE
+#error "GLM_WTYPE (the ggml type id of the weight) must be defined"
+#endif
+
+// GLM_QK: elements per block; GLM_QBYTES: bytes per block (plain types: a 32-element "block").
+// GLM_MV_MMA: the mma decode step exists. GLM_MV_P8: its element ownership is P8 (else P4).
+// GLM_XSUM_GRAN: elements per scale group whose x sum the step needs (0: none).
+// GLM_MV_ALIGNED16: a row's step bytes start 16-byte aligned whenever the weight base is.
+#if GLM_WTYPE == GLM_T_F32
+#define GLM_QK 32
+#define GLM_QBYTES 128
+#define GLM_MV_MMA 0
+#elif GLM_WTYPE == GLM_T_F16
+#define GLM_QK 32
+#define GLM_QBYTES 64
+#define GLM_MV_MMA 0
+#elif GLM_WTYPE == GLM_T_BF16
+#define GLM_QK 32
+#define GLM_QBYTES 64
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 1
+#define GLM_XSUM_GRAN 0
+#define GLM_MV_ALIGNED16 1
+#elif GLM_WTYPE == GLM_T_Q8_0
+#define GLM_QK 32
+#define GLM_QBYTES 34
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 0
+#define GLM_XSUM_GRAN 0
+#define GLM_MV_ALIGNED16 0
+#elif GLM_WTYPE == GLM_T_Q4_0
+#define GLM_QK 32
+#define GLM_QBYTES 18
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 0
+#define GLM_XSUM_GRAN 32
+#define GLM_MV_ALIGNED16 0
+#elif GLM_WTYPE == GLM_T_Q4_K
+#define GLM_QK 256
+#define GLM_QBYTES 144
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 1
+#define GLM_XSUM_GRAN 32
+#define GLM_MV_ALIGNED16 1
+#elif GLM_WTYPE == GLM_T_Q5_K
+#define GLM_QK 256
+#define GLM_QBYTES 176
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 1
+#define GLM_XSUM_GRAN 32
+#define GLM_MV_ALIGNED16 1
+#elif GLM_WTYPE == GLM_T_Q6_K
+#define GLM_QK 256
+#define GLM_QBYTES 210
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 0
+#define GLM_XSUM_GRAN 16
+#define GLM_MV_ALIGNED16 0
+#else
+#error "unsupported GLM_WTYPE"
+#endif
+
+// The mma decode step: 256 elements of a row (one K-quant block, eight 32-element blocks).
+#define GLM_MV_STEP 256
+#define GLM_MV_STEP_BYTES (GLM_MV_STEP / GLM_QK * GLM_QBYTES)
+
+// ---------------------------------------------------------------------------------------------
+// Scalar helpers.
+
+// Exact fp32 of an unsigned integer v < 2^23: 2^23 + v has v as its mantissa.
+__device__ __forceinline__ float glm_uint_f32(uint32_t v) {
+  return __uint_as_float(0x4B000000u | v) - 8388608.0f;
+}
+// Exact fp32 of byte k of w, unsigned and signed (int8).
+__device__ __forceinline__ float glm_byte_f32(uint32_t w, int k) {
+  return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440 + k)) - 8388608.0f;
+}
+__device__ __forceinline__ float glm_sbyte_f32(uint32_t w, int k) {
+  return __uint_as_float(__byte_perm(w ^ 0x80808080u, 0x4B000000u, 0x7440 + k)) - 8388736.0f;
+}
+// Exact fp32 of a signed byte given as 0..255.
+__device__ __forceinline__ float glm_s8_f32(uint32_t b) {
+  return __uint_as_float((b ^ 0x80u) | 0x4B000000u) - 8388736.0f;
+}
+// s * (byte k of w), exact whenever the product fits 24 bits, in two instructions: with
+// s2 = s * 2^23 (exact) and f = 1 + byte * 2^-23 (the byte OR-ed into 1.0's mantissa),
+// fma(s2, f, -s2) is exactly s * byte, rounded once.
+__device__ __forceinline__ float glm_mul_byte(float s2, uint32_t w, int k) {
+  return fmaf(s2, __uint_as_float(__byte_perm(w, 0x3F800000u, 0x7650 + k)), -s2);
+}
+// d * (int8) b for a raw byte b, likewise: d2 = d * 2^23, dn = d * (2^23 + 128) (both exact).
+__device__ __forceinline__ float glm_mul_s8(float d2, float dn, uint32_t b) {
+  return fmaf(d2, __uint_as_float((b ^ 0x80u) | 0x3F800000u), -dn);
+}
+__device__ __forceinline__ float glm_half_f32(uint32_t bits) {
+  return glm_f16_to_f32(static_cast<unsigned short>(bits & 0xFFFFu));
+}
+
+// Global loads (read-only path).
+__device__ __forceinline__ uint4 glm_ldg16(const glm_u8 *p) {
+  return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+__device__ __forceinline__ uint32_t glm_ldg_u16(const glm_u8 *p) {
+  return __ldg(reinterpret_cast<const unsigned short *>(p));
+}
+// N little-endian words from a 2-byte-aligned address: 4-byte loads when it is 4-byte aligned,
+// else halfword pairs (no byte outside [p, p + 4N) is read).
+template <int N> __device__ __forceinline__ void glm_ldg_words(const glm_u8 *p, uint32_t (&w)[N]) {
+  if ((reinterpret_cast<unsigned long long>(p) & 3) == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      w[i] = __ldg(reinterpret_cast<const uint32_t *>(p) + i);
+  } else {
+    const unsigned short *h = reinterpret_cast<const unsigned short *>(p);
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      w[i] = __byte_perm(__ldg(h + 2 * i), __ldg(h + 2 * i + 1), 0x5410);
+  }
+}
+
+// (a & mask) | c in one LOP3: with two immediates the compiler spends two instructions, so the
+// constant c is passed in a register.
+template <uint32_t kMask> __device__ __forceinline__ uint32_t glm_and_or(uint32_t a, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(kMask), "r"(c));
+  return d;
+}
+
+// Shared-memory loads of staged raw bytes.
+__device__ __forceinline__ uint4 glm_lds16(const glm_u8 *p) {
+  return *reinterpret_cast<const uint4 *>(p);
+}
+__device__ __forceinline__ uint2 glm_lds8(const glm_u8 *p) {
+  return *reinterpret_cast<const uint2 *>(p);
+}
+__device__ __forceinline__ uint32_t glm_lds_u16(const glm_u8 *p) {
+  return *reinterpret_cast<const unsigned short *>(p);
+}
+// A word at a 2-byte-aligned shared address.
+__device__ __forceinline__ uint32_t glm_lds_u32_a2(const glm_u8 *p) {
+  const unsigned short *h = reinterpret_cast<const unsigned short *>(p);
+  return __byte_perm(h[0], h[1], 0x5410);
+}
+
+// Q4_K / Q5_K 6-bit scales and mins from the 12 scale bytes (header words h.y, h.z, h.w):
+// sub-blocks 0-3 in the low words, 4-7 in the high words, one byte per sub-block.
+struct glm_k4_scales {
+  uint32_t sc_lo, sc_hi, mn_lo, mn_hi;
+};
+__device__ __forceinline__ glm_k4_scales glm_k4_unpack(uint4 h) {
+  glm_k4_scales s;
+  s.sc_lo = h.y & 0x3F3F3F3Fu;
+  s.mn_lo = h.z & 0x3F3F3F3Fu;
+  s.sc_hi = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+  s.mn_hi = ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// glm_dq32: exact fp32 values of elements [32 s, 32 s + 32) of `row` (a row's first byte).
+
+__device__ __forceinline__ void glm_dq32(const glm_u8 *row, long long s, float (&y)[32]) {
+#if GLM_WTYPE == GLM_T_F32
+  const glm_u8 *p = row + 128 * s;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    uint4 v = glm_ldg16(p + 16 * i);
+    y[4 * i + 0] = __uint_as_float(v.x);
+    y[4 * i + 1] = __uint_as_float(v.y);
+    y[4 * i + 2] = __uint_as_float(v.z);
+    y[4 * i + 3] = __uint_as_float(v.w);
+  }
+#elif GLM_WTYPE == GLM_T_F16 || GLM_WTYPE == GLM_T_BF16
+  const glm_u8 *p = row + 64 * s;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint4 v = glm_ldg16(p + 16 * i);
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#if GLM_WTYPE == GLM_T_F16
+      y[8 * i + 2 * j] = glm_half_f32(w[j]);
+      y[8 * i + 2 * j + 1] = glm_half_f32(w[j] >> 16);
+#else
+      y[8 * i + 2 * j] = __uint_as_float(w[j] << 16);
+      y[8 * i + 2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u);
+#endif
+    }
+  }
+#elif GLM_WTYPE == GLM_T_Q8_0
+  // {f16 d; i8 qs[32]}: y[j] = qs[j] * d.
+  const glm_u8 *b = row + 34 * s;
+  const float d = glm_half_f32(glm_ldg_u16(b));
+  uint32_t w[8];
+  glm_ldg_words<8>(b + 2, w);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      y[4 * i + k] = glm_sbyte_f32(w[i], k) * d;
+#elif GLM_WTYPE == GLM_T_Q4_0
+  // {f16 d; u8 qs[16]}: y[j] = ((qs[j] & 15) - 8) d, y[j + 16] = ((qs[j] >> 4) - 8) d.
+  const glm_u8 *b = row + 18 * s;
+  const float d = glm_half_f32(glm_ldg_u16(b));
+  uint32_t w[4];
+  glm_ldg_words<4>(b + 2, w);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      y[4 * i + k] = (glm_uint_f32((w[i] >> (8 * k)) & 0xFu) - 8.0f) * d;
+      y[16 + 4 * i + k] = (glm_uint_f32((w[i] >> (8 * k + 4)) & 0xFu) - 8.0f) * d;
+    }
+#elif GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
+  // Sub-block j of the block: chunk j / 2 of the quants, low nibbles for even j, high for odd;
+  // y = d sc_j q - dmin m_j, with q += 16 when bit j of qh[l] is set (Q5_K).
+  const glm_u8 *b = row + GLM_QBYTES * (s >> 3);
+  const int j = static_cast<int>(s & 7);
+  const uint4 h = glm_ldg16(b);
+  const glm_k4_scales sm = glm_k4_unpack(h);
+  const int sh = 8 * (j & 3);
+  const uint32_t sc = ((j < 4 ? sm.sc_lo : sm.sc_hi) >> sh) & 0xFFu;
+  const uint32_t mn = ((j < 4 ? sm.mn_lo : sm.mn_hi) >> sh) & 0xFFu;
+  const float d1 = glm_half_f32(h.x) * glm_uint_f32(sc);
+  const float m1 = glm_half_f32(h.x >> 16) * glm_uint_f32(mn);
+#if GLM_WTYPE == GLM_T_Q4_K
+  const glm_u8 *qs = b + 16 + 32 * (j >> 1);
+#else
+  const glm_u8 *qs = b + 48 + 32 * (j >> 1);
+  const uint4 h0 = glm_ldg16(b + 16), h1 = glm_ldg16(b + 32);
+  const uint32_t qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#endif
+  const uint4 q0 = glm_ldg16(qs), q1 = glm_ldg16(qs + 16);
+  const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+  const int nib = 4 * (j & 1);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      uint32_t q = (w[i] >> (8 * k + nib)) & 0xFu;
+#if GLM_WTYPE == GLM_T_Q5_K
+      q |= ((qh[i] >> (8 * k + j)) & 1u) << 4;
+#endif
+      y[4 * i + k] = d1 * glm_uint_f32(q) - m1;
+    }
+#elif GLM_WTYPE == GLM_T_Q6_K
+  // Sub-block j: half n = j / 4, quarter qq = j % 4: ql[64 n + 32 (qq & 1) + l] (high nibble for
+  // qq >= 2), bits 2 qq of qh[32 n + l], scales 8 n + 2 qq + l / 16; y = d sc (q - 32).
+  const glm_u8 *b = row + 210 * (s >> 3);
+  const int j = static_cast<int>(s & 7), n = j >> 2, qq = j & 3;
+  uint32_t ql[8], qh[8];
+  glm_ldg_words<8>(b + 64 * n + 32 * (qq & 1), ql);
+  glm_ldg_words<8>(b + 128 + 32 * n, qh);
+  const float d = glm_half_f32(glm_ldg_u16(b + 208));
+  const int is = 8 * n + 2 * qq;
+  const float ds0 = d * glm_s8_f32(__ldg(b + 192 + is)), ds1 = d * glm_s8_f32(__ldg(b + 193 + is));
+  const int nib = 4 * (qq >> 1), hs = 2 * qq;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      uint32_t q = ((ql[i] >> (8 * k + nib)) & 0xFu) | (((qh[i] >> (8 * k + hs)) & 3u) << 4);
+      y[4 * i + k] = (i < 4 ? ds0 : ds1) * (glm_uint_f32(q) - 32.0f);
+    }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mma decode step (see the header comment). Only for the types with GLM_MV_MMA, bf16
+// activations and a decode instantiation (GLM_TOKENS defined).
+#if GLM_MV_MMA && !GLM_ACT_F32 && defined(GLM_TOKENS)
+
+// Position (in groups of 4 elements) where x group G of a staged chunk is stored, and the order
+// inside a group: (e, e+2, e+1, e+3), so an 8-byte load gives the B registers (e, e+2), (e+1, e+3).
+__device__ __forceinline__ int glm_x_perm_group(int G) {
+#if GLM_MV_P8
+  // In a 32-span, group 2u + v (elements 8u + 4v ..) goes to 4v + u: the four groups one k step
+  // reads are contiguous.
+  return (G & ~7) + 4 * (G & 1) + ((G & 7) >> 1);
+#else
+  return G;
+#endif
+}
+
+// B fragment (x) for the k step whose staged elements start at `e16` (a multiple of 16): token g
+// (staged rows `xrow` bf16 apart), the four values thread t pairs with its A elements. Tokens
+// >= GLM_TOKENS multiply zeros.
+__device__ __forceinline__ uint2 glm_mv_b(const glm_bf16 *xs, int xrow, int g, int t, int e16) {
+  if (g < GLM_TOKENS)
+    return *reinterpret_cast<const uint2 *>(xs + g * xrow + e16 + 4 * t);
+  return make_uint2(0u, 0u);
+}
+
+// acc[0..3] += the fragment D scaled per row: rows g (D[0], D[1]: tokens 2t, 2t+1) and g + 8
+// (D[2], D[3]); `off` is the per-row offset times the group's x sum (sx: tokens 2t, 2t+1).
+__device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4], float sa,
+                                            float oa, float sb, float ob, float2 sx) {
+  acc[0] = fmaf(sa, D[0], fmaf(-oa, sx.x, acc[0]));
+  acc[1] = fmaf(sa, D[1], fmaf(-oa, sx.y, acc[1]));
+  acc[2] = fmaf(sb, D[2], fmaf(-ob, sx.x, acc[2]));
+  acc[3] = fmaf(sb, D[3], fmaf(-ob, sx.y, acc[3]));
+}
+
+// bf16 pair (128 + lo, 128 + hi) from two small integers already at bits 0.. and 16..
+#define GLM_BF16_128 0x43004300u
+
+// One 256-element step (nel < 256 only at the end of K, for 32-element blocks) of rows g (raw
+// bytes at ra) and g + 8 (rb). xs: staged x at the step's first element, token rows `xrow` apart;
+// xsum: x sums of the step's first scale group, [group][8 tokens].
+__device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
+                                            const glm_bf16 *xs, int xrow, const float *xsum,
+                                            int nel, int g, int t, float (&acc)[4]) {
+#if GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
+  const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
+  const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
+  // Super-block scales times 2^23, for glm_mul_byte.
+  const float da = glm_half_f32(ha.x) * 8388608.f, dmina = glm_half_f32(ha.x >> 16) * 8388608.f;
+  const float db = glm_half_f32(hb.x) * 8388608.f, dminb = glm_half_f32(hb.x >> 16) * 8388608.f;
+#if GLM_WTYPE == GLM_T_Q5_K
+  const uint2 qha = glm_lds8(ra + 16 + 8 * t), qhb = glm_lds8(rb + 16 + 8 * t);
+#define GLM_QS_OFF 48
+#else
+#define GLM_QS_OFF 16
+#endif
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    // Thread t: quant bytes 8t .. 8t+7 of chunk c (elements 64c + 8t .. and 64c + 32 + 8t ..).
+    const uint2 qa = glm_lds8(ra + GLM_QS_OFF + 32 * c + 8 * t);
+    const uint2 qb = glm_lds8(rb + GLM_QS_OFF + 32 * c + 8 * t);
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int j = 2 * c + hi; // sub-block
+      float D[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        const uint32_t wa = ks ? qa.y : qa.x, wb = ks ? qb.y : qb.x;
+        uint32_t a[4];
+        a[0] = glm_and_or<0x000F000Fu>(wa >> (4 * hi), GLM_BF16_128);     // row g: (e, e+2)
+        a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * hi), GLM_BF16_128);     // row g+8
+        a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * hi + 8), GLM_BF16_128); // row g: (e+1, e+3)
+        a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * hi + 8), GLM_BF16_128);
+#if GLM_WTYPE == GLM_T_Q5_K
+        // Fifth bit: bit j of qh[l], l the byte's position in the chunk (same for every chunk).
+        const uint32_t xa = ks ? qha.y : qha.x, xb = ks ? qhb.y : qhb.x;
+        a[0] |= ((xa >> j) << 4) & 0x00100010u;
+        a[1] |= ((xb >> j) << 4) & 0x00100010u;
+        a[2] |= ((xa >> (j + 8)) << 4) & 0x00100010u;
+        a[3] |= ((xb >> (j + 8)) << 4) & 0x00100010u;
+#endif
+        const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * j + 16 * ks);
+        glm_mma_bf16_16816(D, a, bx.x, bx.y);
+      }
+      const float d1a = glm_mul_byte(da, j < 4 ? sa.sc_lo : sa.sc_hi, j & 3);
+      const float d1b = glm_mul_byte(db, j < 4 ? sb.sc_lo : sb.sc_hi, j & 3);
+      const float m1a = glm_mul_byte(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j & 3);
+      const float m1b = glm_mul_byte(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j & 3);
+      const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * j + 2 * t);
+      glm_mv_fold(acc, D, d1a, fmaf(128.f, d1a, m1a), d1b, fmaf(128.f, d1b, m1b), sx);
+    }
+  }
+#undef GLM_QS_OFF
+#elif GLM_WTYPE == GLM_T_Q6_K
+  const float da = glm_half_f32(glm_lds_u16(ra + 208)), db = glm_half_f32(glm_lds_u16(rb + 208));
+  const float da2 = da * 8388608.f, dan = da * 8388736.f; // for glm_mul_s8
+  const float db2 = db * 8388608.f, dbn = db * 8388736.f;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int hp = 0; hp < 2; ++hp) {
+      // Thread t: l = 16 hp + 4t .. +3 of half n, in all four quarters.
+      const int l = 16 * hp + 4 * t;
+      const uint32_t la = glm_lds_u32_a2(ra + 64 * n + l), lb = glm_lds_u32_a2(rb + 64 * n + l);
+      const uint32_t ua = glm_lds_u32_a2(ra + 64 * n + 32 + l);
+      const uint32_t ub = glm_lds_u32_a2(rb + 64 * n + 32 + l);
+      const uint32_t qa = glm_lds_u32_a2(ra + 128 + 32 * n + l);
+      const uint32_t qb = glm_lds_u32_a2(rb + 128 + 32 * n + l);
+#pragma unroll
+      for (int qq = 0; qq < 4; ++qq) {
+        // 6-bit values (0..63, i.e. q + 32) of elements 128n + 32qq + l .. +3, one per byte.
+        uint32_t va, vb;
+        if (qq == 0) {
+          va = (la & 0x0F0F0F0Fu) | ((qa << 4) & 0x30303030u);
+          vb = (lb & 0x0F0F0F0Fu) | ((qb << 4) & 0x30303030u);
+        } else if (qq == 1) {
+          va = (ua & 0x0F0F0F0Fu) | ((qa << 2) & 0x30303030u);
+          vb = (ub & 0x0F0F0F0Fu) | ((qb << 2) & 0x30303030u);
+        } else if (qq == 2) {
+          va = ((la >> 4) & 0x0F0F0F0Fu) | (qa & 0x30303030u);
+          vb = ((lb >> 4) & 0x0F0F0F0Fu) | (qb & 0x30303030u);
+        } else {
+          va = ((ua >> 4) & 0x0F0F0F0Fu) | ((qa >> 2) & 0x30303030u);
+          vb = ((ub >> 4) & 0x0F0F0F0Fu) | ((qb >> 2) & 0x30303030u);
+        }
+        uint32_t a[4];
+        a[0] = glm_and_or<0x00FF00FFu>(va, GLM_BF16_128);
+        a[1] = glm_and_or<0x00FF00FFu>(vb, GLM_BF16_128);
+        a[2] = glm_and_or<0x00FF00FFu>(va >> 8, GLM_BF16_128);
+        a[3] = glm_and_or<0x00FF00FFu>(vb >> 8, GLM_BF16_128);
+        const int is = 8 * n + 2 * qq + hp; // the 16-element sub-block, also its x-sum group
+        float D[4] = {0.f, 0.f, 0.f, 0.f};
+        const uint2 bx = glm_mv_b(xs, xrow, g, t, 16 * is);
+        glm_mma_bf16_16816(D, a, bx.x, bx.y);
+        // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
+        const float dsa = glm_mul_s8(da2, dan, ra[192 + is]);
+        const float dsb = glm_mul_s8(db2, dbn, rb[192 + is]);
+        const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * is + 2 * t);
+        glm_mv_fold(acc, D, dsa, 160.f * dsa, dsb, 160.f * dsb, sx);
+      }
+    }
+#elif GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_Q4_0
+#pragma unroll
+  for (int jb = 0; jb < 8; ++jb) {
+    if (32 * jb >= nel)
+      break;
+    const glm_u8 *ba = ra + GLM_QBYTES * jb, *bb = rb + GLM_QBYTES * jb;
+    const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
+    float D[4] = {0.f, 0.f, 0.f, 0.f};
+#if GLM_WTYPE == GLM_T_Q8_0
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      // Thread t: qs[16 ks + 4t .. +3], exact int8 -> fp32 -> bf16 (|q| <= 128 fits 8 bits).
+      const uint32_t wa = glm_lds_u32_a2(ba + 2 + 16 * ks + 4 * t);
+      const uint32_t wb = glm_lds_u32_a2(bb + 2 + 16 * ks + 4 * t);
+      uint32_t a[4];
+      a[0] = glm_pack_bf16x2(glm_sbyte_f32(wa, 0), glm_sbyte_f32(wa, 2));
+      a[1] = glm_pack_bf16x2(glm_sbyte_f32(wb, 0), glm_sbyte_f32(wb, 2));
+      a[2] = glm_pack_bf16x2(glm_sbyte_f32(wa, 1), glm_sbyte_f32(wa, 3));
+      a[3] = glm_pack_bf16x2(glm_sbyte_f32(wb, 1), glm_sbyte_f32(wb, 3));
+      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * jb + 16 * ks);
+      glm_mma_bf16_16816(D, a, bx.x, bx.y);
+    }
+    acc[0] = fmaf(da, D[0], acc[0]);
+    acc[1] = fmaf(da, D[1], acc[1]);
+    acc[2] = fmaf(db, D[2], acc[2]);
+    acc[3] = fmaf(db, D[3], acc[3]);
+#else
+    // Thread t: qs[4t .. 4t+3]; low nibbles are elements 4t.. (k step 0), high ones 16 + 4t..
+    const uint32_t wa = glm_lds_u32_a2(ba + 2 + 4 * t), wb = glm_lds_u32_a2(bb + 2 + 4 * t);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      uint32_t a[4];
+      a[0] = glm_and_or<0x000F000Fu>(wa >> (4 * ks), GLM_BF16_128);
+      a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * ks), GLM_BF16_128);
+      a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * ks + 8), GLM_BF16_128);
+      a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * ks + 8), GLM_BF16_128);
+      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * jb + 16 * ks);
+      glm_mma_bf16_16816(D, a, bx.x, bx.y);
+    }
+    // value = d (q - 8): D' = sum (128 + q) x, so subtract 136 sum x.
+    const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
+    glm_mv_fold(acc, D, da, 136.f * da, db, 136.f * db, sx);
+#endif
+  }
+#elif GLM_WTYPE == GLM_T_BF16
+#pragma unroll
+  for (int sp = 0; sp < 8; ++sp) {
+    if (32 * sp >= nel)
+      break;
+    // Thread t: elements 8t .. 8t+7 of 32-span sp; the first four in k step 0.
+    const uint4 va = glm_lds16(ra + 64 * sp + 16 * t), vb = glm_lds16(rb + 64 * sp + 16 * t);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      const uint32_t a0 = ks ? va.z : va.x, a1 = ks ? va.w : va.y;
+      const uint32_t b0 = ks ? vb.z : vb.x, b1 = ks ? vb.w : vb.y;
+      uint32_t a[4];
+      a[0] = __byte_perm(a0, a1, 0x5410); // (e, e+2)
+      a[1] = __byte_perm(b0, b1, 0x5410);
+      a[2] = __byte_perm(a0, a1, 0x7632); // (e+1, e+3)
+      a[3] = __byte_perm(b0, b1, 0x7632);
+      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * sp + 16 * ks);
+      glm_mma_bf16_16816(acc, a, bx.x, bx.y);
+    }
+  }
+#endif
+}
+
+#endif // GLM_MV_MMA && !GLM_ACT_F32 && defined(GLM_TOKENS)

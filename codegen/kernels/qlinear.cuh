@@ -1,0 +1,535 @@
+// Quantized linear layers and the embedding lookup over GGUF weights (docs/kernels.md
+// "Quantized linear"): y[T, N] = x[T, K] W^T with W {K, N} (row n: K elements, GGUF blocks),
+// fp32 accumulation, activations glm_act in and out.
+//
+// GLM_QL_KIND selects the entry point of an instantiation:
+//   0 qlinear_decode: T = GLM_TOKENS (1..8), memory-bound matrix-vector;
+//   1 qlinear_prefill: any T (meant for T >= 16), tiled matrix-matrix;
+//   2 qlinear_embed: out[t] = row tokens[t] of a table {H, V}.
+// Weight rows are addressed as n * (K / GLM_QK) * GLM_QBYTES from a 16-byte-aligned base (GGUF
+// tensor data is 32-byte aligned). K is a multiple of 32 and of the block (the registry checks).
+//
+// Decode, bf16 activations and a type with an mma step (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16):
+// a CTA of GLM_WARPS warps owns 16 rows per warp and a K range (its split). Each warp streams its
+// rows' raw blocks, 256 elements per step, through a private GLM_STAGES-deep ring in shared
+// memory (16-byte cp.async of each row's 16-byte-aligned cover, so any block alignment works);
+// x is staged per GLM_KC-element chunk as bf16 in the fragment order of dequant.cuh, with the x
+// sums of each scale group. Weights become bf16 A fragments in registers (dequant.cuh) and
+// mma.sync m16n8k16 multiplies them by the x fragment (tokens are the n8 columns).
+//
+// Decode otherwise (f32 activations: the exact validation path; F32 and F16 weights): a warp owns
+// GLM_RPW rows in turn; lane l dequantizes 32-element sub-blocks l, l + 32, ... of a row to fp32
+// (glm_dq32, exact) and multiplies them with x staged as fp32 (rows of 32 padded to 36 floats, so
+// the lanes' 16-byte reads fall in distinct banks); a warp sum ends the row.
+//
+// Split K (gridDim.y > 1): each split writes fp32 partials ws[split][t][n]; the last CTA of a row
+// tile (counted in counters[blockIdx.x], zero before the first launch and reset to zero by that
+// last CTA) sums them in split order, so results are deterministic.
+//
+// Prefill: CTA tile GLM_BM tokens x GLM_BN rows x GLM_BK; the weight tile is dequantized into
+// shared memory (bf16 for mma.sync with bf16 activations; fp32 and a SIMT product with f32
+// activations, which keeps the validation path exact up to summation order).
+//
+// Embedding: one CTA per token; a token outside [0, V) gives a row of zeros and sets
+// *err = max(*err, t + 1) (err zeroed by the caller: nonzero names the last bad position + 1).
+#pragma once
+#include "dequant.cuh"
+
+#ifndef GLM_QL_KIND
+#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed)"
+#endif
+
+// The registry says which decode path; by default the mma one wherever it exists.
+#ifndef GLM_MV_USE_MMA
+#define GLM_MV_USE_MMA (GLM_MV_MMA && !GLM_ACT_F32)
+#endif
+#if GLM_MV_USE_MMA && !(GLM_MV_MMA && !GLM_ACT_F32)
+#error "the mma decode path needs a type with an mma step and bf16 activations"
+#endif
+
+// ---------------------------------------------------------------------------------------------
+#if GLM_QL_KIND == 0 // decode
+
+#define GLM_THREADS (GLM_WARPS * 32)
+static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
+static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps");
+
+#if GLM_MV_USE_MMA
+#define GLM_CTA_ROWS (GLM_WARPS * 16)
+#define GLM_SPC (GLM_KC / GLM_MV_STEP) // steps per x chunk
+// Staged x: token rows of GLM_KC bf16 plus 16 (32 bytes: the eight rows an 8-byte fragment load
+// touches start 8 banks apart, conflict-free per half-warp).
+#define GLM_XROW (GLM_KC + 16)
+#if GLM_MV_ALIGNED16
+#define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16)
+#else
+#define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + 16) // the cover of a 2-aligned range
+#endif
+#define GLM_SLOT_CHUNKS (GLM_SLOT / 16)
+#if GLM_XSUM_GRAN
+#define GLM_XSUM_BYTES (GLM_KC / GLM_XSUM_GRAN * 8 * 4)
+#else
+#define GLM_XSUM_BYTES 0
+#endif
+// Dynamic shared memory layout, in bytes (the registry computes the same total).
+#define GLM_SMEM_XS 0
+#define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_TOKENS * GLM_XROW * 2)
+#define GLM_SMEM_RING (GLM_SMEM_XSUM + GLM_XSUM_BYTES)
+#define GLM_SMEM_BYTES (GLM_SMEM_RING + GLM_WARPS * GLM_STAGES * 16 * GLM_SLOT)
+static_assert(GLM_STAGES >= 2, "a ring of at least two steps");
+#else
+#define GLM_CTA_ROWS (GLM_WARPS * GLM_RPW)
+#define GLM_XFROW (GLM_KC / 32 * 36) // fp32 x: 32 values + 4 pad per sub-block
+#define GLM_SMEM_BYTES (GLM_TOKENS * GLM_XFROW * 4)
+#endif
+
+// This CTA's result for (row, tok): the output itself with one split, else a partial.
+__device__ __forceinline__ void glm_ql_emit(glm_act *y, float *ws, int N, int row, int tok,
+                                            float v, int split, int splits) {
+  if (splits == 1)
+    glm_act_store(y, static_cast<long long>(tok) * N + row, v);
+  else
+    ws[(static_cast<long long>(split) * GLM_TOKENS + tok) * N + row] = v;
+}
+
+// After every emit of the CTA: the last split to finish row tile blockIdx.x sums the partials in
+// split order and writes the outputs, then re-arms the counter.
+__device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsigned *counters,
+                                             int N, int row0, int splits) {
+  if (splits == 1)
+    return;
+  __shared__ int s_last;
+  __threadfence(); // this thread's partials are visible device-wide before the count
+  __syncthreads();
+  if (threadIdx.x == 0)
+    s_last = atomicAdd(counters + blockIdx.x, 1u) == static_cast<unsigned>(splits - 1);
+  __syncthreads();
+  if (!s_last)
+    return;
+  __threadfence();
+  for (int i = threadIdx.x; i < GLM_TOKENS * GLM_CTA_ROWS; i += GLM_THREADS) {
+    const int tok = i / GLM_CTA_ROWS, row = row0 + i % GLM_CTA_ROWS;
+    if (row >= N)
+      continue;
+    float s = 0.f;
+    for (int sp = 0; sp < splits; ++sp)
+      s += __ldcg(ws + (static_cast<long long>(sp) * GLM_TOKENS + tok) * N + row);
+    glm_act_store(y, static_cast<long long>(tok) * N + row, s);
+  }
+  if (threadIdx.x == 0)
+    counters[blockIdx.x] = 0u;
+}
+
+#if GLM_MV_USE_MMA
+// Stages x[:, k0 .. k0 + kc) (kc a multiple of 32) as bf16 in fragment order, and the fp32 sums
+// of each GLM_XSUM_GRAN group of the same (bf16) values, [group][8 tokens].
+__device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
+                                            float *xsum, int K, int k0, int kc) {
+  const int groups = kc / 4; // per token; a multiple of 8, so a 32-group is 8 aligned lanes
+  const int total = GLM_TOKENS * groups;
+  for (int base = 0; base < total; base += GLM_THREADS) { // uniform trip count (shuffles)
+    const int idx = base + threadIdx.x;
+    const bool ok = idx < total;
+    const int tok = ok ? idx / groups : 0, G = ok ? idx % groups : 0;
+    uint2 v = make_uint2(0u, 0u);
+    if (ok) {
+      v = *reinterpret_cast<const uint2 *>(x + static_cast<long long>(tok) * K + k0 + 4 * G);
+      *reinterpret_cast<uint2 *>(xs + tok * GLM_XROW + 4 * glm_x_perm_group(G)) =
+          make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+    }
+#if GLM_XSUM_GRAN
+    float s = (__uint_as_float(v.x << 16) + __uint_as_float(v.x & 0xFFFF0000u)) +
+              (__uint_as_float(v.y << 16) + __uint_as_float(v.y & 0xFFFF0000u));
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    s += __shfl_xor_sync(0xffffffffu, s, 2);
+#if GLM_XSUM_GRAN == 32
+    s += __shfl_xor_sync(0xffffffffu, s, 4);
+#endif
+    if (ok && G % (GLM_XSUM_GRAN / 4) == 0)
+      xsum[G / (GLM_XSUM_GRAN / 4) * 8 + tok] = s;
+#endif
+  }
+}
+#endif
+
+// Register budget. mma path (compute-bound: more resident warps hide more latency): 96 per
+// thread for 128 threads (5 CTAs per SM), 128 for 256 (80 spilled for Q6_K and BF16). fp32 path:
+// 128 (2 CTAs of 256), unbounded with more than 4 tokens (8 accumulators per row; Q6_K spilled
+// at 128). Some bound is needed: with the thread count alone ptxas picked 48 registers for some
+// instantiations and spilled.
+#if GLM_MV_USE_MMA
+#define GLM_MIN_BLOCKS (640 / GLM_THREADS)
+#elif GLM_TOKENS > 4
+#define GLM_MIN_BLOCKS 1
+#else
+#define GLM_MIN_BLOCKS (512 / GLM_THREADS)
+#endif
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    qlinear_decode(const glm_u8 *__restrict__ w,   // {K, N} GGUF blocks
+                   const glm_act *__restrict__ x,  // [GLM_TOKENS, K]
+                   glm_act *__restrict__ y,        // [GLM_TOKENS, N]
+                   float *__restrict__ ws,         // [splits, GLM_TOKENS, N] when splits > 1
+                   unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
+                   int N, int K, int k_per_split) { // k_per_split: a multiple of 256
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int k_begin = split * k_per_split;
+  const int k_end = min(K, k_begin + k_per_split);
+  const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
+  const int row0 = blockIdx.x * GLM_CTA_ROWS;
+
+#if GLM_MV_USE_MMA
+  glm_bf16 *xs = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XS);
+  float *xsum = reinterpret_cast<float *>(smem + GLM_SMEM_XSUM);
+  glm_u8 *ring = smem + GLM_SMEM_RING + warp * GLM_STAGES * 16 * GLM_SLOT;
+  const int g = lane / 4, t = lane % 4;
+  const int wrow0 = row0 + warp * 16;
+  const int nsteps = k_end > k_begin ? (k_end - k_begin + GLM_MV_STEP - 1) / GLM_MV_STEP : 0;
+  const unsigned long long total = static_cast<unsigned long long>(N) * row_bytes;
+#if GLM_XSUM_GRAN
+  for (int i = tid; i < GLM_KC / GLM_XSUM_GRAN * 8; i += GLM_THREADS)
+    if (i % 8 >= GLM_TOKENS)
+      xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
+#endif
+
+  // Copies step i of the warp's 16 rows (clamped to row N - 1) into ring slot i % GLM_STAGES:
+  // each row's byte range, widened to 16-byte chunks, never past the end of the tensor. Lane l
+  // copies chunks c = l + 32 q of the 16 x GLM_SLOT_CHUNKS (row, chunk) grid; their rows' first
+  // bytes and slot offsets are fixed across steps, so they are computed once.
+  constexpr int kCopyIters = (16 * GLM_SLOT_CHUNKS + 31) / 32;
+  unsigned long long cp_row[kCopyIters];
+  int cp_dst[kCopyIters], cp_ch[kCopyIters];
+#pragma unroll
+  for (int q = 0; q < kCopyIters; ++q) {
+    const int c = lane + 32 * q, r = c / GLM_SLOT_CHUNKS;
+    cp_row[q] = static_cast<unsigned long long>(min(wrow0 + min(r, 15), N - 1)) * row_bytes;
+    cp_ch[q] = 16 * (c % GLM_SLOT_CHUNKS);
+    cp_dst[q] = c < 16 * GLM_SLOT_CHUNKS ? r * GLM_SLOT + cp_ch[q] : -1;
+  }
+  auto issue = [&](int i) {
+    if (i < nsteps) {
+      const int k = k_begin + i * GLM_MV_STEP;
+      const int nel = min(GLM_MV_STEP, k_end - k);
+      const long long off = static_cast<long long>(k / GLM_QK) * GLM_QBYTES;
+      const int bytes = nel / GLM_QK * GLM_QBYTES;
+      glm_u8 *dst = ring + (i % GLM_STAGES) * 16 * GLM_SLOT;
+#pragma unroll
+      for (int q = 0; q < kCopyIters; ++q) {
+#if GLM_MV_ALIGNED16
+        // Rows and steps start 16-byte aligned: the chunk is inside the row (and the tensor).
+        const bool go = cp_dst[q] >= 0 && cp_ch[q] < bytes;
+        const unsigned long long a = cp_row[q] + off + cp_ch[q];
+        const int n = 16;
+#else
+        const unsigned long long start = cp_row[q] + off;
+        const unsigned long long a = (start & ~15ull) + cp_ch[q];
+        const bool go = cp_dst[q] >= 0 && a < start + bytes;
+        const int n = static_cast<int>(min(16ull, total - a));
+#endif
+        if (go)
+          glm_cp_async_16(glm_smem_addr(dst + cp_dst[q]), w + a, n);
+      }
+    }
+    glm_cp_async_commit(); // possibly empty: the group count stays one per step
+  };
+
+  for (int s = 0; s < GLM_STAGES - 1; ++s)
+    issue(s);
+  float acc[4] = {0.f, 0.f, 0.f, 0.f}; // rows g, g+8 x tokens 2t, 2t+1 (the mma C fragment)
+  const long long ra_row = min(wrow0 + g, N - 1), rb_row = min(wrow0 + g + 8, N - 1);
+  for (int i = 0; i < nsteps; ++i) {
+    const int k = k_begin + i * GLM_MV_STEP;
+    const int e = (i % GLM_SPC) * GLM_MV_STEP; // the step's offset in the x chunk
+    if (e == 0) {
+      __syncthreads(); // every warp is done with the previous chunk
+      glm_stage_x(x, xs, xsum, K, k, min(GLM_KC, k_end - k));
+      __syncthreads();
+    }
+    issue(i + GLM_STAGES - 1); // into the slot step i - 1 used (released by the __syncwarp)
+    glm_cp_async_wait<GLM_STAGES - 1>(); // this thread's copies of step i have landed
+    __syncwarp();                         // ... and every lane's
+    const glm_u8 *slot = ring + (i % GLM_STAGES) * 16 * GLM_SLOT;
+    const long long off = static_cast<long long>(k / GLM_QK) * GLM_QBYTES;
+    const glm_u8 *ra = slot + g * GLM_SLOT + ((ra_row * row_bytes + off) & 15);
+    const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + ((rb_row * row_bytes + off) & 15);
+#if GLM_XSUM_GRAN
+    const float *xsum_step = xsum + e / GLM_XSUM_GRAN * 8;
+#else
+    const float *xsum_step = xsum;
+#endif
+    glm_mv_step(ra, rb, xs + e, GLM_XROW, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
+    __syncwarp(); // the slot may be refilled
+  }
+  glm_cp_async_wait<0>();
+
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int row = wrow0 + g + (c >= 2 ? 8 : 0), tok = 2 * t + (c & 1);
+    if (row < N && tok < GLM_TOKENS)
+      glm_ql_emit(y, ws, N, row, tok, acc[c], split, splits);
+  }
+#else
+  float *xf = reinterpret_cast<float *>(smem);
+  const int wrow0 = row0 + warp * GLM_RPW;
+  float acc[GLM_RPW][GLM_TOKENS];
+#pragma unroll
+  for (int r = 0; r < GLM_RPW; ++r)
+#pragma unroll
+    for (int tok = 0; tok < GLM_TOKENS; ++tok)
+      acc[r][tok] = 0.f;
+  for (int k0 = k_begin; k0 < k_end; k0 += GLM_KC) {
+    const int kc = min(GLM_KC, k_end - k0);
+    __syncthreads(); // every warp is done with the previous chunk
+    for (int i = tid; i < GLM_TOKENS * kc; i += GLM_THREADS) {
+      const int tok = i / kc, e = i % kc;
+      xf[tok * GLM_XFROW + e / 32 * 36 + e % 32] =
+          glm_act_load(x, static_cast<long long>(tok) * K + k0 + e);
+    }
+    __syncthreads();
+    const int nsub = kc / 32;
+#pragma unroll
+    for (int r = 0; r < GLM_RPW; ++r) {
+      const int row = wrow0 + r;
+      if (row < N) { // uniform per warp
+        const glm_u8 *wr = w + row * row_bytes;
+        for (int s = lane; s < nsub; s += 32) {
+          float v[32];
+          glm_dq32(wr, k0 / 32 + s, v);
+#pragma unroll
+          for (int tok = 0; tok < GLM_TOKENS; ++tok) {
+            const float4 *xp = reinterpret_cast<const float4 *>(xf + tok * GLM_XFROW + s * 36);
+            float a = acc[r][tok];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const float4 xv = xp[q];
+              a = fmaf(v[4 * q + 0], xv.x, a);
+              a = fmaf(v[4 * q + 1], xv.y, a);
+              a = fmaf(v[4 * q + 2], xv.z, a);
+              a = fmaf(v[4 * q + 3], xv.w, a);
+            }
+            acc[r][tok] = a;
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < GLM_RPW; ++r)
+#pragma unroll
+    for (int tok = 0; tok < GLM_TOKENS; ++tok) {
+      const float v = glm_warp_sum(acc[r][tok]); // every lane holds the sum
+      const int row = wrow0 + r;
+      if (lane == (r * GLM_TOKENS + tok) % 32 && row < N)
+        glm_ql_emit(y, ws, N, row, tok, v, split, splits);
+    }
+#endif
+  glm_ql_fixup(y, ws, counters, N, row0, splits);
+}
+
+// ---------------------------------------------------------------------------------------------
+#elif GLM_QL_KIND == 1 // prefill
+
+#if !GLM_ACT_F32
+#define GLM_BM 64
+#define GLM_BN 128
+#define GLM_BK 64
+#define GLM_THREADS 256
+#define GLM_PROW (GLM_BK + 8) // bf16; 144-byte rows: ldmatrix's 8 rows hit distinct banks
+#define GLM_SMEM_XT 0
+#define GLM_SMEM_WT (GLM_SMEM_XT + GLM_BM * GLM_PROW * 2)
+#define GLM_SMEM_BYTES (GLM_SMEM_WT + GLM_BN * GLM_PROW * 2)
+
+// 8 warps: warp w takes tokens 32 (w % 2) .. +31 and rows 32 (w / 2) .. +31 of the tile.
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
+    qlinear_prefill(const glm_u8 *__restrict__ w, const glm_act *__restrict__ x,
+                    glm_act *__restrict__ y, int T, int N, int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  glm_bf16 *xt = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XT);
+  glm_bf16 *wt = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_WT);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4, wm = warp % 2, wn = warp / 2;
+  const int n0 = blockIdx.x * GLM_BN, m0 = blockIdx.y * GLM_BM;
+  const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
+  float acc[2][4][4];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+      acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
+
+  for (int k0 = 0; k0 < K; k0 += GLM_BK) {
+    __syncthreads(); // the previous tile is consumed
+    // x tile: 16-byte cp.async, zero-filled past T and K.
+    for (int c = tid; c < GLM_BM * GLM_BK / 8; c += GLM_THREADS) {
+      const int m = c / (GLM_BK / 8), kk = c % (GLM_BK / 8) * 8;
+      const bool ok = m0 + m < T && k0 + kk < K;
+      const glm_act *src = x + (ok ? static_cast<long long>(m0 + m) * K + k0 + kk : 0);
+      glm_cp_async_16(glm_smem_addr(xt + m * GLM_PROW + kk), src, ok ? 16 : 0);
+    }
+    glm_cp_async_commit();
+    // Weight tile: one (row, 32-element sub-block) per thread, exact fp32 then bf16.
+    for (int c = tid; c < GLM_BN * (GLM_BK / 32); c += GLM_THREADS) {
+      const int n = c / (GLM_BK / 32), sb = c % (GLM_BK / 32);
+      const int row = n0 + n, kk = k0 + 32 * sb;
+      float v[32];
+      if (row < N && kk < K) {
+        glm_dq32(w + row * row_bytes, kk / 32, v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+          v[j] = 0.f;
+      }
+      uint4 *dst = reinterpret_cast<uint4 *>(wt + n * GLM_PROW + 32 * sb);
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        dst[q] = make_uint4(glm_pack_bf16x2(v[8 * q], v[8 * q + 1]),
+                            glm_pack_bf16x2(v[8 * q + 2], v[8 * q + 3]),
+                            glm_pack_bf16x2(v[8 * q + 4], v[8 * q + 5]),
+                            glm_pack_bf16x2(v[8 * q + 6], v[8 * q + 7]));
+    }
+    glm_cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < GLM_BK; kk += 16) {
+      uint32_t a[2][4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+        glm_ldmatrix_x4(a[mi], glm_smem_addr(xt + (wm * 32 + mi * 16 + lane % 16) * GLM_PROW + kk +
+                                             (lane / 16) * 8));
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        // matrices: (rows n..n+7, k 0-7), (n.., k 8-15), (n+8.., k 0-7), (n+8.., k 8-15).
+        uint32_t b[4];
+        glm_ldmatrix_x4(b, glm_smem_addr(wt + (wn * 32 + p * 16 + (lane / 16) * 8 + lane % 8) *
+                                                  GLM_PROW + kk + ((lane / 8) % 2) * 8));
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+          glm_mma_bf16_16816(acc[mi][2 * p], a[mi], b[0], b[1]);
+          glm_mma_bf16_16816(acc[mi][2 * p + 1], a[mi], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int tok = m0 + wm * 32 + mi * 16 + g + (e / 2) * 8;
+        const int row = n0 + wn * 32 + ni * 8 + 2 * t + (e % 2);
+        if (tok < T && row < N)
+          glm_act_store(y, static_cast<long long>(tok) * N + row, acc[mi][ni][e]);
+      }
+}
+
+#else // GLM_ACT_F32: exact fp32 weights and a SIMT product
+#define GLM_BM 64
+#define GLM_BN 64
+#define GLM_BK 32
+#define GLM_THREADS 256
+#define GLM_FROW (GLM_BM + 4) // k-major fp32 tiles; float4 rows stay 16-byte aligned
+#define GLM_SMEM_XT 0
+#define GLM_SMEM_WT (GLM_SMEM_XT + GLM_BK * GLM_FROW * 4)
+#define GLM_SMEM_BYTES (GLM_SMEM_WT + GLM_BK * GLM_FROW * 4)
+static_assert(GLM_BM == GLM_BN, "one padded row length for both tiles");
+
+// Thread (ty, tx) = (tid / 16, tid % 16): tokens 4 ty .. +3 x rows 4 tx .. +3 of the tile.
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
+    qlinear_prefill(const glm_u8 *__restrict__ w, const glm_act *__restrict__ x,
+                    glm_act *__restrict__ y, int T, int N, int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float *xt = reinterpret_cast<float *>(smem + GLM_SMEM_XT); // [k][token]
+  float *wt = reinterpret_cast<float *>(smem + GLM_SMEM_WT); // [k][row]
+  const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+  const int n0 = blockIdx.x * GLM_BN, m0 = blockIdx.y * GLM_BM;
+  const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      acc[i][j] = 0.f;
+  for (int k0 = 0; k0 < K; k0 += GLM_BK) {
+    __syncthreads();
+    if (tid < GLM_BN) {
+      const int row = n0 + tid;
+      float v[32];
+      if (row < N) {
+        glm_dq32(w + row * row_bytes, k0 / 32, v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+          v[j] = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        wt[j * GLM_FROW + tid] = v[j];
+    }
+    for (int i = tid; i < GLM_BM * GLM_BK; i += GLM_THREADS) {
+      const int m = i % GLM_BM, kk = i / GLM_BM;
+      xt[kk * GLM_FROW + m] =
+          m0 + m < T ? glm_act_load(x, static_cast<long long>(m0 + m) * K + k0 + kk) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int kk = 0; kk < GLM_BK; ++kk) {
+      const float4 a = *reinterpret_cast<const float4 *>(xt + kk * GLM_FROW + 4 * ty);
+      const float4 b = *reinterpret_cast<const float4 *>(wt + kk * GLM_FROW + 4 * tx);
+      const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int tok = m0 + 4 * ty + i, row = n0 + 4 * tx + j;
+      if (tok < T && row < N)
+        glm_act_store(y, static_cast<long long>(tok) * N + row, acc[i][j]);
+    }
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+#elif GLM_QL_KIND == 2 // embedding lookup
+
+#define GLM_THREADS 128
+#define GLM_SMEM_BYTES 0
+
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, 4)
+    qlinear_embed(const glm_u8 *__restrict__ table,  // {H, V}
+                  const int32_t *__restrict__ tokens, // [T]
+                  glm_act *__restrict__ out,          // [T, H]
+                  int *__restrict__ err,              // max(bad position + 1), 0 if none
+                  int V, int H) {
+  const int pos = blockIdx.x;
+  const int tok = tokens[pos];
+  const bool bad = tok < 0 || tok >= V;
+  const glm_u8 *row = table + static_cast<long long>(bad ? 0 : tok) * (H / GLM_QK) * GLM_QBYTES;
+  for (int s = threadIdx.x; s < H / 32; s += GLM_THREADS) {
+    float v[32];
+    if (!bad) {
+      glm_dq32(row, s, v);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        v[j] = 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+      glm_act_store(out, static_cast<long long>(pos) * H + 32 * s + j, v[j]);
+  }
+  if (bad && threadIdx.x == 0)
+    atomicMax(err, pos + 1);
+}
+
+#else
+#error "unknown GLM_QL_KIND"
+#endif

@@ -1,0 +1,310 @@
+// Quantized linear variants, tile and chunk selection, launch geometry (see QLinear.h).
+#include "codegen/registry/QLinear.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+namespace glm5c::codegen {
+
+using glm5rt::makeStatus;
+using glm5rt::StatusCode;
+
+namespace {
+
+struct TypeInfo {
+  uint32_t id;
+  const char *name;
+  int blockElems, blockBytes;
+  bool mmaStep;   // dequant.cuh has a glm_mv_step for it
+  int xsumGran;   // elements per x-sum group of that step (0: none)
+  bool aligned16; // a row's 256-element steps stay 16-byte aligned
+};
+
+// ggml's block facts for the handled types (as runtime/gguf/ggml_types.cpp states them).
+constexpr TypeInfo kTypes[] = {
+    {0, "F32", 1, 4, false, 0, true},       {1, "F16", 1, 2, false, 0, true},
+    {30, "BF16", 1, 2, true, 0, true},      {2, "Q4_0", 32, 18, true, 32, false},
+    {8, "Q8_0", 32, 34, true, 0, false},    {12, "Q4_K", 256, 144, true, 32, true},
+    {13, "Q5_K", 256, 176, true, 32, true}, {14, "Q6_K", 256, 210, true, 16, false},
+};
+
+const TypeInfo *findType(uint32_t id) {
+  for (const TypeInfo &t : kTypes)
+    if (t.id == id)
+      return &t;
+  return nullptr;
+}
+
+std::string lower(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string supportedList() {
+  std::string s;
+  for (const TypeInfo &t : kTypes)
+    s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
+constexpr int kStep = 256; // GLM_MV_STEP
+// mma decode CTA: 4 warps x 16 rows for 1-2 tokens; 8 warps for more, which halves the x staging
+// per weight row (measured on the H200: Q4_K lm_head at T = 8 went from 729 to 340 us).
+int mmaWarps(int tokens) { return tokens > 2 ? 8 : 4; }
+constexpr int kFmaWarps = 8; // fp32 decode CTA: 8 warps x fmaRowsPerWarp rows
+// Rows a warp of the fp32 decode path walks, with T accumulators each: at most 16 accumulators
+// keep it within 128 registers (T = 8 with 4 rows spilled).
+int fmaRowsPerWarp(int tokens) { return tokens > 4 ? 2 : 4; }
+constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_80+
+constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
+
+int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// x chunk sizes to try, largest first: all of K (at most 16384), then powers of two from 8192
+// down to `smallest` (every one a multiple of the 256-element step).
+std::vector<int64_t> chunkSizes(int64_t K, int64_t smallest) {
+  const int64_t first = std::min<int64_t>(roundUp(K, kStep), 16384);
+  std::vector<int64_t> v = {first};
+  for (int64_t kc = 8192; kc >= smallest; kc /= 2)
+    if (kc < first)
+      v.push_back(kc);
+  return v;
+}
+
+} // namespace
+
+bool qlinearSupportsType(uint32_t type) { return findType(type) != nullptr; }
+
+std::string qlinearTypeName(uint32_t type) {
+  const TypeInfo *t = findType(type);
+  return t ? t->name : "type " + std::to_string(type);
+}
+
+int64_t qlinearRowBytes(uint32_t type, int64_t K) {
+  const TypeInfo *t = findType(type);
+  return t ? K / t->blockElems * t->blockBytes : 0;
+}
+
+int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk) {
+  const TypeInfo *t = findType(type);
+  if (!t)
+    return 0;
+  if (!mma)
+    return int64_t(tokens) * (kChunk / 32 * 36) * 4; // GLM_XFROW fp32 per token
+  const int64_t stepBytes = int64_t(kStep) / std::max(t->blockElems, 32) *
+                            (t->blockElems == 1 ? 32 * t->blockBytes : t->blockBytes);
+  const int64_t slot = roundUp(stepBytes, 16) + (t->aligned16 ? 0 : 16);
+  const int64_t xs = int64_t(tokens) * (kChunk + 16) * 2;
+  const int64_t xsum = t->xsumGran ? int64_t(kChunk) / t->xsumGran * 8 * 4 : 0;
+  return xs + xsum + int64_t(warps) * stages * 16 * slot;
+}
+
+glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
+                                              int64_t N, int tokens, bool actF32) {
+  const TypeInfo *ti = findType(type);
+  const std::string act = actF32 ? "f32" : "bf16";
+  if (!ti)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "no qlinear variant for weight type %s (candidates: qlinear_mv, qlinear_mm: "
+                      "support %s)",
+                      qlinearTypeName(type).c_str(), supportedList().c_str());
+  // Granule: a whole number of blocks, and of the 32-element sub-blocks every path reads.
+  const int64_t granule = std::max(ti->blockElems, 32);
+  if (K <= 0 || N <= 0 || K % granule != 0 || tokens <= 0 || K > (int64_t(1) << 30) ||
+      N > (int64_t(1) << 30))
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "no qlinear variant for K=%lld N=%lld tokens=%d %s (candidates: qlinear_mv, "
+                      "qlinear_mm: need K a positive multiple of %lld (the %s block and the "
+                      "32-element sub-block), N >= 1, tokens >= 1)",
+                      static_cast<long long>(K), static_cast<long long>(N), tokens, ti->name,
+                      static_cast<long long>(granule), ti->name);
+  const std::string tname = lower(ti->name);
+  QLinearConfig cfg;
+  cfg.type = type;
+  cfg.actF32 = actF32;
+  std::string rejected;
+  const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
+  // Two CTAs per SM keep enough bytes in flight; more shared memory than that is a fallback.
+  const int64_t comfortable = std::min(limit, tiles.sharedPerSM / 2 - kReservedSmem - kStaticSmem);
+
+  if (tokens > 8) {
+    // Prefill: one tile shape per path; 27648 B (bf16) and 17408 B (f32) fit every target.
+    cfg.kind = QLinearKind::kPrefill;
+    cfg.entry = "qlinear_prefill";
+    cfg.threads = 256;
+    cfg.warps = 8;
+    if (!actF32) {
+      if (!tiles.mmaSync)
+        return makeStatus(StatusCode::kUnimplemented,
+                          "no qlinear_mm variant for %s: qlinear_mm_mma needs mma.sync",
+                          tiles.name);
+      cfg.mma = true;
+      cfg.tileM = 64, cfg.tileN = 128, cfg.tileK = 64;
+      cfg.dynamicSmem = int64_t(cfg.tileM + cfg.tileN) * (cfg.tileK + 8) * 2;
+      cfg.variant = "qlinear_mm_mma_" + tname + "_m64n128k64";
+    } else {
+      cfg.tileM = 64, cfg.tileN = 64, cfg.tileK = 32;
+      cfg.dynamicSmem = int64_t(2) * cfg.tileK * (cfg.tileM + 4) * 4;
+      cfg.variant = "qlinear_mm_f32_" + tname + "_m64n64k32";
+    }
+    if (cfg.dynamicSmem > limit)
+      return makeStatus(StatusCode::kUnimplemented,
+                        "no qlinear_mm variant fits %s:\n  %s: needs "
+                        "%lld B shared memory, %s allows %lld B",
+                        tiles.name, cfg.variant.c_str(), static_cast<long long>(cfg.dynamicSmem),
+                        tiles.name, static_cast<long long>(limit));
+    return cfg;
+  }
+
+  cfg.kind = QLinearKind::kDecode;
+  cfg.entry = "qlinear_decode";
+  cfg.tokens = tokens;
+  const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync;
+  if (!mma) {
+    rejected += "\n  qlinear_mv_mma: ";
+    rejected += actF32         ? "needs bf16 activations (f32 runs the exact fp32 path)"
+                : !ti->mmaStep ? std::string("no mma step for ") + ti->name +
+                                     " (F32 and F16 weights "
+                                     "would lose bits as bf16 fragments)"
+                               : std::string(tiles.name) + " has no mma.sync";
+  }
+  // Candidates, preferred first. mma: a 2-deep ring (the shared memory it saves buys resident
+  // CTAs, which hid latency better than deeper rings on the H200: Q8_0 lm_head T = 1 at 2 stages
+  // 340 us, 4 stages 385 us), then larger x chunks (fewer CTA barriers).
+  // With more tokens, 8 warps are preferred and 4 the fallback (BF16's 8 KB steps).
+  struct Cand {
+    int warps, stages;
+    int64_t kc;
+  };
+  std::vector<Cand> cands;
+  if (mma) {
+    std::vector<int> warpChoices = {mmaWarps(tokens)};
+    if (warpChoices[0] != 4)
+      warpChoices.push_back(4);
+    for (int warps : warpChoices)
+      for (int64_t kc : chunkSizes(K, kStep))
+        cands.push_back({warps, 2, kc});
+    for (int stages : {3, 4})
+      for (int64_t kc : chunkSizes(K, 1024))
+        cands.push_back({warpChoices[0], stages, kc});
+  } else {
+    for (int64_t kc : chunkSizes(K, kStep))
+      cands.push_back({kFmaWarps, 0, kc});
+  }
+  // Passes: candidates that leave room for three CTAs per SM, then two, then any that fit.
+  for (int pass = 0; pass < 3; ++pass) {
+    const int64_t budget =
+        pass == 0   ? std::min(comfortable, tiles.sharedPerSM / 3 - kReservedSmem - kStaticSmem)
+        : pass == 1 ? comfortable
+                    : limit;
+    for (const Cand &c : cands) {
+      const int warps = c.warps;
+      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc));
+      std::string name =
+          mma ? "qlinear_mv_mma_" + tname + "_bf16_t" + std::to_string(tokens) + "_w" +
+                    std::to_string(warps) + "_s" + std::to_string(c.stages) + "_kc" +
+                    std::to_string(c.kc)
+              : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
+                    std::to_string(fmaRowsPerWarp(tokens)) + "_kc" + std::to_string(c.kc);
+      if (smem > budget) {
+        if (pass == 2)
+          rejected += "\n  " + name + ": needs " + std::to_string(smem) + " B shared memory, " +
+                      tiles.name + " allows " + std::to_string(limit) + " B";
+        continue;
+      }
+      cfg.variant = name;
+      cfg.mma = mma;
+      cfg.warps = warps;
+      cfg.threads = warps * 32;
+      cfg.stages = c.stages;
+      cfg.kChunk = static_cast<int>(c.kc);
+      cfg.rowsPerWarp = mma ? 16 : fmaRowsPerWarp(tokens);
+      cfg.rowsPerCta = warps * cfg.rowsPerWarp;
+      cfg.dynamicSmem = smem;
+      return cfg;
+    }
+  }
+  return makeStatus(StatusCode::kUnimplemented, "no qlinear_mv variant fits %s:%s", tiles.name,
+                    rejected.c_str());
+}
+
+glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
+                                             bool actF32) {
+  const TypeInfo *ti = findType(type);
+  if (!ti)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "no qembed variant for table type %s (candidates: qembed: supports %s)",
+                      qlinearTypeName(type).c_str(), supportedList().c_str());
+  const int64_t granule = std::max(ti->blockElems, 32);
+  if (H <= 0 || H % granule != 0)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "no qembed variant for H=%lld (candidates: qembed: needs H a positive "
+                      "multiple of %lld for %s)",
+                      static_cast<long long>(H), static_cast<long long>(granule), ti->name);
+  (void)tiles; // the lookup is memory-bound and uses no target-specific instruction
+  QLinearConfig cfg;
+  cfg.kind = QLinearKind::kEmbed;
+  cfg.entry = "qlinear_embed";
+  cfg.type = type;
+  cfg.actF32 = actF32;
+  cfg.threads = 128;
+  cfg.warps = 4;
+  cfg.variant = "qembed_" + lower(ti->name) + (actF32 ? "_f32" : "_bf16");
+  return cfg;
+}
+
+QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
+                            int64_t K) {
+  QLinearLaunch l;
+  l.threads = static_cast<unsigned>(cfg.threads);
+  l.smem = static_cast<unsigned>(cfg.dynamicSmem);
+  if (cfg.kind == QLinearKind::kEmbed) {
+    l.gridX = static_cast<unsigned>(T);
+    return l;
+  }
+  if (cfg.kind == QLinearKind::kPrefill) {
+    l.gridX = static_cast<unsigned>((N + cfg.tileN - 1) / cfg.tileN);
+    l.gridY = static_cast<unsigned>((T + cfg.tileM - 1) / cfg.tileM);
+    return l;
+  }
+  const int64_t tiles = (N + cfg.rowsPerCta - 1) / cfg.rowsPerCta;
+  const int64_t kSteps = (K + kStep - 1) / kStep;
+  const int64_t want = (2 * int64_t(device.smCount) + tiles - 1) / tiles; // ~2 waves
+  int64_t splits = std::clamp<int64_t>(want, 1, kSteps);
+  const int64_t perSplit = (kSteps + splits - 1) / splits * kStep;
+  splits = (K + perSplit - 1) / perSplit;
+  l.gridX = static_cast<unsigned>(tiles);
+  l.gridY = static_cast<unsigned>(splits);
+  l.splits = static_cast<int>(splits);
+  l.kPerSplit = static_cast<int>(perSplit);
+  if (splits > 1) {
+    l.workspaceBytes = splits * int64_t(cfg.tokens) * N * 4;
+    l.counters = tiles;
+  }
+  return l;
+}
+
+std::string qlinearSource(const QLinearConfig &cfg) {
+  std::string s = "// " + cfg.variant + "\n";
+  s += "#define GLM_WTYPE " + std::to_string(cfg.type) + "\n";
+  if (cfg.actF32)
+    s += "#define GLM_ACT_F32 1\n";
+  const int kind = cfg.kind == QLinearKind::kDecode ? 0 : cfg.kind == QLinearKind::kPrefill ? 1 : 2;
+  s += "#define GLM_QL_KIND " + std::to_string(kind) + "\n";
+  if (cfg.kind == QLinearKind::kDecode) {
+    s += "#define GLM_TOKENS " + std::to_string(cfg.tokens) + "\n";
+    s += "#define GLM_WARPS " + std::to_string(cfg.warps) + "\n";
+    s += "#define GLM_KC " + std::to_string(cfg.kChunk) + "\n";
+    s += "#define GLM_MV_USE_MMA " + std::to_string(cfg.mma ? 1 : 0) + "\n";
+    if (cfg.mma)
+      s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+    else
+      s += "#define GLM_RPW " + std::to_string(cfg.rowsPerWarp) + "\n";
+  }
+  s += "#include \"qlinear.cuh\"\n";
+  return s;
+}
+
+} // namespace glm5c::codegen

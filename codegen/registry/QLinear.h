@@ -1,0 +1,71 @@
+// Registry entries of the quantized linear family (codegen/kernels/qlinear.cuh): the decode
+// matrix-vector kernel (T = 1..8), the prefill matrix-matrix kernel and the embedding lookup over
+// GGUF weights; variant and tile choice per target, launch geometry, instantiation source.
+#pragma once
+
+#include "codegen/target/Target.h"
+#include "runtime/support/status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace glm5c::codegen {
+
+enum class QLinearKind { kDecode, kPrefill, kEmbed };
+
+struct QLinearConfig {
+  std::string variant; // "qlinear_mv_mma_q4_k_bf16_t1_w4_s4_kc4096"
+  std::string entry;   // "qlinear_decode", "qlinear_prefill" or "qlinear_embed"
+  QLinearKind kind = QLinearKind::kDecode;
+  uint32_t type = 0;   // ggml type id of the weight
+  bool actF32 = false; // activations f32 (validation) instead of bf16
+  bool mma = false;    // tensor-core path (bf16 activations)
+  int tokens = 0;      // decode: GLM_TOKENS, 1..8; 0 otherwise (T is a kernel argument)
+  int threads = 0;
+  int warps = 0;
+  int stages = 0;                      // mma decode: weight ring depth per warp
+  int kChunk = 0;                      // decode: x elements staged per chunk (GLM_KC)
+  int rowsPerWarp = 0;                 // decode: 16 (mma) or GLM_RPW (fp32 path)
+  int rowsPerCta = 0;                  // decode: weight rows per CTA (the grid's x unit)
+  int tileM = 0, tileN = 0, tileK = 0; // prefill: tokens, rows, k per CTA tile
+  int64_t dynamicSmem = 0;             // bytes; equals the template's GLM_SMEM_BYTES
+};
+
+// Where a config launches for one problem.
+struct QLinearLaunch {
+  unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
+  int kPerSplit = 0;          // decode: K elements per split (a multiple of 256)
+  int splits = 1;             // decode: gridY
+  int64_t workspaceBytes = 0; // decode, splits > 1: fp32 partials [splits, T, N]
+  int64_t counters = 0;       // decode, splits > 1: uint32 counters, zeroed once before first use
+};
+
+// True for the weight types the family handles: F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
+bool qlinearSupportsType(uint32_t type);
+// ggml's name of a supported type ("Q4_K"), "type <id>" otherwise.
+std::string qlinearTypeName(uint32_t type);
+// Bytes of one weight row of K elements (K a whole number of blocks).
+int64_t qlinearRowBytes(uint32_t type, int64_t K);
+
+// Picks the kernel for y[T, N] = x[T, K] W^T, W of ggml type `type` with dims {K, N}: decode
+// (tokens 1..8, compiled for exactly that many) or prefill (tokens >= 9, T at run time). On
+// failure the status lists each candidate and why it was rejected.
+glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
+                                              int64_t N, int tokens, bool actF32 = false);
+
+// The embedding lookup over a table {H, V} of `type`.
+glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
+                                             bool actF32 = false);
+
+// Grid, split of K and workspace for T tokens (decode: cfg.tokens) on `device` (its SM count
+// sizes the split: enough CTAs for ~2 waves). Embedding: gridX = T.
+QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
+                            int64_t K);
+
+// Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
+int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk);
+
+// The translation unit NVRTC compiles for this configuration (constants, then the template).
+std::string qlinearSource(const QLinearConfig &cfg);
+
+} // namespace glm5c::codegen

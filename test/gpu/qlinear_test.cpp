@@ -1,0 +1,296 @@
+// qlinear_decode, qlinear_prefill and qlinear_embed against runtime/host linear and embed, for
+// every supported weight type with bf16 and f32 activations: K and N that are not multiples of
+// the tiles, split-K with its counter re-armed across launches, a small-chunk single-split
+// variant that wraps the weight ring and restages x many times, and out-of-range tokens.
+#include "codegen/registry/QLinear.h"
+#include "runtime/gguf/quant.h"
+#include "runtime/host/ops.h"
+#include "test/gpu/gpu_test.h"
+
+#include <algorithm>
+
+using namespace glm5c::gputest;
+using namespace glm5c::codegen;
+using glm5rt::gguf::GgmlType;
+
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                           GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+bool isKQuant(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+}
+
+// A K that is a whole number of blocks but not of the tiles (576 = 2.25 x 256 steps, 9 x 64).
+int64_t testK(GgmlType t) { return isKQuant(t) ? 512 : 576; }
+
+// A random {K, N} weight quantized row by row; the host reference reads the same bytes.
+struct QWeight {
+  GgmlType type;
+  int64_t K, N;
+  std::vector<uint8_t> bytes;
+  glm5rt::host::Weight w() const {
+    return glm5rt::host::makeWeight(type, bytes.data(), {uint64_t(K), uint64_t(N)});
+  }
+};
+
+bool makeWeight(QWeight &q, Rng &rng, Reporter &report) {
+  const int64_t rowBytes = qlinearRowBytes(uint32_t(q.type), q.K);
+  q.bytes.assign(size_t(rowBytes * q.N), 0);
+  for (int64_t n = 0; n < q.N; ++n) {
+    std::vector<float> row = rng.vec(size_t(q.K));
+    auto st = glm5rt::gguf::quantizeRow(q.type, row.data(), uint64_t(q.K),
+                                        q.bytes.data() + n * rowBytes, size_t(rowBytes));
+    if (!st.isOk()) {
+      report.fail("quantizeRow", st.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Activations as the device holds them (bf16 or f32) and as the reference reads them.
+struct Acts {
+  std::vector<float> ref;
+  cu::DevicePtr dev = 0;
+};
+
+Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
+  Acts a;
+  a.ref = rng.vec(n);
+  if (f32) {
+    a.dev = ctx.upload(a.ref);
+  } else {
+    std::vector<uint16_t> h = toBf16(a.ref);
+    a.ref = fromBf16(h);
+    a.dev = ctx.upload(h);
+  }
+  return a;
+}
+
+// Output buffer of n activations followed by a guard of 64 poisoned ones.
+cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32) {
+  return ctx.alloc((n + 64) * (f32 ? 4 : 2));
+}
+
+std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32, bool *guardOk) {
+  std::vector<float> v;
+  if (f32) {
+    std::vector<uint32_t> raw = ctx.download<uint32_t>(p, n + 64);
+    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint32_t b) { return b == ~0u; });
+    v.resize(n);
+    std::memcpy(v.data(), raw.data(), n * 4);
+  } else {
+    std::vector<uint16_t> raw = ctx.download<uint16_t>(p, n + 64);
+    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint16_t b) { return b == 0xffff; });
+    v = fromBf16(std::vector<uint16_t>(raw.begin(), raw.begin() + n));
+  }
+  return v;
+}
+
+// Compares [T, N] outputs; on failure names the worst element, so a wrong mapping is visible.
+void compare(Reporter &report, const std::string &what, const std::vector<float> &got,
+             const std::vector<float> &ref, int64_t N, double bound, bool guardOk) {
+  double err = relErr(got, ref);
+  report.expectRelErr(what, err, bound);
+  if (!guardOk)
+    report.fail(what, "wrote past the end of the output");
+  if (err > bound) {
+    size_t worst = 0;
+    double wd = -1;
+    for (size_t i = 0; i < got.size(); ++i) {
+      double d = std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY;
+      if (d > wd) {
+        wd = d;
+        worst = i;
+      }
+    }
+    std::printf("    worst at t=%lld n=%lld: got %g, host %g\n", static_cast<long long>(worst / N),
+                static_cast<long long>(worst % N), double(got[worst]), double(ref[worst]));
+  }
+}
+
+std::string caseName(const char *kind, GgmlType t, bool f32, int64_t T, int64_t K, int64_t N) {
+  return std::string(kind) + " " + qlinearTypeName(uint32_t(t)) + (f32 ? " f32" : " bf16") +
+         " T=" + std::to_string(T) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
+}
+
+// Runs a decode config for x [T, K] with the given split (splits == 0: the registry's launch)
+// twice, the second time after re-poisoning the output: the split-K counters must be re-armed.
+void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Function fn,
+               const QWeight &qw, int T, bool f32, bool forceOneSplit, const std::string &what) {
+  Rng rng(uint64_t(qw.K) * 31 + T * 7 + uint32_t(qw.type));
+  Acts x = makeActs(ctx, rng, size_t(T) * qw.K, f32);
+  std::vector<float> ref(size_t(T) * qw.N);
+  auto st = glm5rt::host::linear(x.ref.data(), T, qw.K, qw.w(), ref.data());
+  if (!st.isOk()) {
+    report.fail("host linear " + what, st.message());
+    return;
+  }
+  QLinearLaunch l = qlinearLaunch(cfg, ctx.tiles, T, qw.N, qw.K);
+  if (forceOneSplit) {
+    l.gridY = 1;
+    l.splits = 1;
+    l.kPerSplit = static_cast<int>((qw.K + 255) / 256 * 256);
+    l.workspaceBytes = l.counters = 0;
+  }
+  cu::DevicePtr dw = ctx.upload(qw.bytes);
+  cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(l.workspaceBytes, 4)));
+  cu::DevicePtr cnt =
+      ctx.upload(std::vector<uint32_t>(size_t(std::max<int64_t>(l.counters, 1)), 0));
+  size_t n = size_t(T) * qw.N;
+  int N = static_cast<int>(qw.N), K = static_cast<int>(qw.K), kps = l.kPerSplit;
+  for (int rep = 0; rep < 2; ++rep) {
+    cu::DevicePtr y = allocOut(ctx, n, f32);
+    ctx.launch(fn, l.gridX, l.gridY, 1, l.threads, l.smem, &dw, &x.dev, &y, &ws, &cnt, &N, &K,
+               &kps);
+    bool guardOk = false;
+    std::vector<float> got = downloadOut(ctx, y, n, f32, &guardOk);
+    compare(report, what + " splits=" + std::to_string(l.splits) + (rep ? " (relaunch)" : ""), got,
+            ref, qw.N, f32 ? 1e-5 : 1e-2, guardOk);
+  }
+}
+
+} // namespace
+
+GPU_TEST(qlinear_decode) {
+  const int64_t N = 1000;
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true}) {
+      QWeight qw{type, testK(type), N, {}};
+      Rng rng(uint32_t(type) + 100);
+      if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+        return;
+      for (int T : {1, 3, 8}) {
+        std::string what = caseName("qlinear_decode", type, f32, T, qw.K, N);
+        GPU_TRY(cfg, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
+        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+        if (ctx.compileOnly)
+          continue;
+        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+        runDecode(ctx, report, cfg, fn, qw, T, f32, false, what);
+      }
+    }
+}
+
+// 256-element x chunks and (mma) a 2-deep ring over a long K in one split: every step restages
+// x, the ring wraps many times, and for 32-element blocks the last step is partial.
+GPU_TEST(qlinear_decode_chunks) {
+  const int64_t N = 200;
+  const int T = 3;
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true}) {
+      QWeight qw{type, isKQuant(type) ? 4096 : 4160, N, {}};
+      Rng rng(uint32_t(type) + 200);
+      if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+        return;
+      GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
+      QLinearConfig cfg = base;
+      cfg.kChunk = 256;
+      if (cfg.mma)
+        cfg.stages = 2;
+      cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
+      cfg.variant =
+          cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" + (cfg.mma ? "_s2" : "");
+      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+      runDecode(ctx, report, cfg, fn, qw, T, f32, true,
+                caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
+      runDecode(ctx, report, cfg, fn, qw, T, f32, false,
+                caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
+    }
+}
+
+GPU_TEST(qlinear_prefill) {
+  const int64_t N = 1000;
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true}) {
+      QWeight qw{type, testK(type), N, {}};
+      Rng rng(uint32_t(type) + 300);
+      GPU_TRY(cfg, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, 16, f32));
+      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+      if (!makeWeight(qw, rng, report))
+        return;
+      cu::DevicePtr dw = ctx.upload(qw.bytes);
+      for (int T : {16, 100}) {
+        std::string what = caseName("qlinear_prefill", type, f32, T, qw.K, N);
+        Acts x = makeActs(ctx, rng, size_t(T) * qw.K, f32);
+        std::vector<float> ref(size_t(T) * N);
+        auto st = glm5rt::host::linear(x.ref.data(), T, qw.K, qw.w(), ref.data());
+        if (!st.isOk()) {
+          report.fail("host linear " + what, st.message());
+          return;
+        }
+        QLinearLaunch l = qlinearLaunch(cfg, ctx.tiles, T, N, qw.K);
+        size_t n = size_t(T) * N;
+        cu::DevicePtr y = allocOut(ctx, n, f32);
+        int Ti = T, Ni = static_cast<int>(N), Ki = static_cast<int>(qw.K);
+        ctx.launch(fn, l.gridX, l.gridY, 1, l.threads, l.smem, &dw, &x.dev, &y, &Ti, &Ni, &Ki);
+        bool guardOk = false;
+        std::vector<float> got = downloadOut(ctx, y, n, f32, &guardOk);
+        compare(report, what, got, ref, N, f32 ? 1e-5 : 1e-2, guardOk);
+      }
+    }
+}
+
+// Exact rows (bound 0 with f32 activations: dequantization must match the host bit for bit),
+// zeros and the error flag for out-of-range tokens.
+GPU_TEST(qlinear_embed) {
+  const int64_t V = 300;
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true}) {
+      QWeight qw{type, testK(type), V, {}};
+      Rng rng(uint32_t(type) + 400);
+      GPU_TRY(cfg, selectQEmbed(ctx.tiles, uint32_t(type), qw.K, f32));
+      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), 0));
+      if (!makeWeight(qw, rng, report))
+        return;
+      const int T = 37;
+      std::vector<int32_t> tokens(T);
+      for (int t = 0; t < T; ++t)
+        tokens[t] = static_cast<int32_t>(rng.next() % V);
+      tokens[0] = V - 1;
+      tokens[5] = -1;
+      tokens[20] = static_cast<int32_t>(V);
+      tokens[T - 3] = 1 << 30;
+      const int lastBad = T - 3;
+      std::vector<int32_t> clean = tokens;
+      for (int32_t &tk : clean)
+        if (tk < 0 || tk >= V)
+          tk = 0;
+      const int64_t H = qw.K;
+      std::vector<float> ref(size_t(T) * H);
+      auto st = glm5rt::host::embed(clean.data(), T, qw.w(), ref.data());
+      if (!st.isOk()) {
+        report.fail("host embed", st.message());
+        return;
+      }
+      for (int t = 0; t < T; ++t)
+        if (tokens[t] != clean[t])
+          std::fill(ref.begin() + t * H, ref.begin() + (t + 1) * H, 0.f);
+      cu::DevicePtr dw = ctx.upload(qw.bytes), dt = ctx.upload(tokens);
+      cu::DevicePtr err = ctx.upload(std::vector<int32_t>{0});
+      size_t n = size_t(T) * H;
+      cu::DevicePtr out = allocOut(ctx, n, f32);
+      QLinearLaunch l = qlinearLaunch(cfg, ctx.tiles, T, 0, H);
+      int Vi = static_cast<int>(V), Hi = static_cast<int>(H);
+      ctx.launch(fn, l.gridX, 1, 1, l.threads, 0, &dw, &dt, &out, &err, &Vi, &Hi);
+      bool guardOk = false;
+      std::vector<float> got = downloadOut(ctx, out, n, f32, &guardOk);
+      std::string what = std::string("qlinear_embed ") + qlinearTypeName(uint32_t(type)) +
+                         (f32 ? " f32" : " bf16") + " H=" + std::to_string(H);
+      compare(report, what, got, ref, H, f32 ? 0.0 : 1e-2, guardOk);
+      int32_t flag = ctx.download<int32_t>(err, 1)[0];
+      report.expectRelErr(what + " error flag " + std::to_string(flag), flag == lastBad + 1 ? 0 : 1,
+                          0);
+    }
+}
