@@ -3,6 +3,7 @@
 
 #include "codegen/registry/Elementwise.h"
 #include "codegen/registry/Indexer.h"
+#include "codegen/registry/QLinear.h"
 #include "codegen/registry/SparseMla.h"
 
 namespace glm5c::codegen {
@@ -170,21 +171,36 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
   return c;
 }
 
+// Linear products and logits read their GGUF weight {in, out} directly; decode steps (one token)
+// take the matrix-vector kernel, prefill the tiled one; the embedding gathers rows.
+KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
+  uint32_t type = q.weightTypes.empty() ? 0 : q.weightTypes[0];
+  if (q.op == "glm.embed")
+    return fromConfig("qlinear", selectQEmbed(tiles, type, dim(q, "width", 0), q.actF32),
+                      qlinearSource, {"qlinear_embed"});
+  int tokens = q.decode ? 1 : 16;
+  auto cfg = selectQLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0), tokens, q.actF32);
+  std::string entry = cfg.isOk() ? cfg->entry : "qlinear";
+  return fromConfig("qlinear", cfg, qlinearSource, {entry});
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, bool>> registryOps() {
-  return {{"glm.sparse_mla", true},     {"glm.embed", false},        {"glm.rms_norm", true},
-          {"glm.layer_norm", true},     {"glm.linear", false},       {"glm.head_linear", false},
+  return {{"glm.sparse_mla", true},     {"glm.embed", true},        {"glm.rms_norm", true},
+          {"glm.layer_norm", true},     {"glm.linear", true},       {"glm.head_linear", false},
           {"glm.slice", false},         {"glm.rope", true},          {"glm.cache_append", true},
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", false},   {"glm.moe_experts", false},
-          {"glm.swiglu", false},        {"glm.add", true},           {"glm.logits", false}};
+          {"glm.swiglu", false},        {"glm.add", true},           {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.sparse_mla")
     return sparseMla(q, tiles);
+  if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed")
+    return qlinear(q, tiles);
   if (q.op == "glm.indexer_score" || q.op == "glm.topk")
     return indexer(q, tiles);
   if (q.op == "glm.rms_norm" || q.op == "glm.layer_norm" || q.op == "glm.rope" ||

@@ -35,6 +35,13 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
       q.dims["width"] = t.getDimSize(t.getRank() - 1);
       q.dims["rows_per_token"] = rows;
     }
+  // Products: the weight's GGUF dims {in, out}.
+  if (isa<LinearOp, LogitsOp>(op))
+    for (NamedAttribute a : op->getAttrs())
+      if (auto w = dyn_cast<GgufTensorAttr>(a.getValue())) {
+        q.dims["in"] = w.getShape()[0];
+        q.dims["out"] = w.getShape().size() > 1 ? w.getShape()[1] : 1;
+      }
   if (auto r = dyn_cast<RopeOp>(op)) {
     q.dims["offset"] = r.getOffset();
     q.dims["dim"] = r.getDim();
