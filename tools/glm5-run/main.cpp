@@ -31,6 +31,8 @@ const char *kUsage =
     "usage:\n"
     "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
     "           [--top-k K] [--top-p P] [--seed S] [--device host] [--ctx N]\n"
+    "  glm5-run tokenize --weights MODEL.gguf -p TEXT [--special]\n"
+    "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
     "                 [--out LOGITS.npy] [--device host] [--ctx N]\n";
 
@@ -159,6 +161,37 @@ int cmdScore(int argc, char **argv) {
     std::printf("%ld %s token %d -> argmax %ld (%.6g)\n", i, i < prefill ? "prefill" : "decode ",
                 tokens[static_cast<size_t>(i)], best, row[best]);
   }
+  return 0;
+}
+
+int cmdTokenize(int argc, char **argv) {
+  std::string weights, text;
+  bool special = false, haveText = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--weights" && i + 1 < argc) {
+      weights = argv[++i];
+    } else if ((a == "-p" || a == "--prompt") && i + 1 < argc) {
+      text = argv[++i];
+      haveText = true;
+    } else if (a == "--special") {
+      special = true;
+    } else {
+      return usage("tokenize: unexpected argument '" + a + "'");
+    }
+  }
+  if (weights.empty() || !haveText)
+    return usage("tokenize needs --weights and -p TEXT");
+  auto gguf = glm5rt::gguf::GgufFile::open(weights);
+  if (!gguf.isOk())
+    return fail(gguf.status());
+  auto tok = glm5rt::tokenizer::Tokenizer::fromGguf(**gguf);
+  if (!tok.isOk())
+    return fail(tok.status());
+  std::vector<int32_t> ids = (*tok)->encode(text, special);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::printf(i ? ",%d" : "%d", ids[i]);
+  std::printf("\n");
   return 0;
 }
 
@@ -303,6 +336,8 @@ int main(int argc, char **argv) {
   std::string cmd = argv[1];
   if (cmd == "score")
     return cmdScore(argc - 2, argv + 2);
+  if (cmd == "tokenize")
+    return cmdTokenize(argc - 2, argv + 2);
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
