@@ -207,10 +207,6 @@ int cmdCompile(int argc, char **argv) {
     return usage("compile: --activation-dtype takes bf16 or f32");
   if (attention != "sparse" && attention != "dense")
     return usage("compile: --attention takes sparse or dense");
-  if (attention == "dense") {
-    llvm::errs() << "glm5c: error: --attention dense is not implemented yet\n";
-    return 1;
-  }
   if (pageSize <= 0 || pageSize > 4096 || (pageSize & (pageSize - 1)))
     return usage("compile: --page-size takes a power of two in 1..4096");
   auto file = glm5rt::gguf::GgufFile::open(input);
@@ -223,6 +219,19 @@ int cmdCompile(int argc, char **argv) {
   auto module = importModel(context, input, /*pipeline=*/true);
   if (!module)
     return 1;
+  if (attention == "dense") {
+    auto ctxLen = (*file)->getU64("glm-dsa.context_length");
+    if (!ctxLen.isOk()) {
+      llvm::errs() << "glm5c: error: " << ctxLen.status().message() << "\n";
+      return 1;
+    }
+    mlir::PassManager pm(&context);
+    glm5c::glm::GlmDenseAttentionOptions o;
+    o.context = static_cast<int64_t>(*ctxLen);
+    pm.addPass(glm5c::glm::createGlmDenseAttention(o));
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
   if (target != "host") {
     const Target *t = findTarget(target);
     (*module)->setAttr("glm.target",
@@ -240,6 +249,7 @@ int cmdCompile(int argc, char **argv) {
   options.tiles = target;
   options.codeArch = runOn;
   options.actF32 = act == "f32";
+  options.denseAttention = attention == "dense";
   options.pageSize = pageSize;
   options.cacheDir = NvrtcCompiler::defaultCacheDir();
   auto bytes = glm5c::emitPlan(*module, **file, llvm::sys::path::filename(input).str(), options);

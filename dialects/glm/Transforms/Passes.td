@@ -50,4 +50,18 @@ def GlmFuseRouter : Pass<"glm-fuse-router", "mlir::ModuleOp"> {
   let dependentDialects = ["glm5c::glm::GlmDialect"];
 }
 
+def GlmDenseAttention : Pass<"glm-dense-attention", "mlir::ModuleOp"> {
+  let summary = "Make every query attend to all its causal positions (the dense reference)";
+  let description = [{
+    Rewrites each `glm.topk` to select `context` positions: with k at least the context, the
+    selection is every position <= the query's, whatever the indexer scores, so attention is
+    exactly dense (causal). This is the reference `glm5c compile --attention dense` builds to
+    compare sparse attention against; the module gets `glm.attention = "dense"`.
+  }];
+  let options = [
+    Option<"context", "context", "int64_t", "0", "context length (the model's)">,
+  ];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
 #endif // GLM_PASSES_TD
