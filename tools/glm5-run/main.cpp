@@ -16,6 +16,7 @@
 
 #include <chrono>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -30,11 +31,12 @@ using glm5rt::Status;
 const char *kUsage =
     "usage:\n"
     "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
-    "           [--top-k K] [--top-p P] [--seed S] [--device host] [--ctx N]\n"
+    "           [--top-k K] [--top-p P] [--seed S] [--device host] [--ctx N] [--chunk N]\n"
     "  glm5-run tokenize --weights MODEL.gguf -p TEXT [--special]\n"
     "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
-    "                 [--out LOGITS.npy] [--device host] [--ctx N]\n";
+    "                 [--out LOGITS.npy] [--device host] [--ctx N] [--chunk N]\n"
+    "  (prefill runs in chunks of at most --chunk tokens, default 512)\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -66,10 +68,27 @@ bool parseTokens(const std::string &s, std::vector<int32_t> *out) {
   return !out->empty();
 }
 
+// Runs tokens[0, n) through the prefill entry in chunks of at most `chunk` tokens (positions
+// continue across chunks; the KV cache carries the context), appending every row of logits.
+Status prefillChunked(glm5rt::host::Backend &backend, const int32_t *tokens, long n, long chunk,
+                      std::vector<float> *all) {
+  std::vector<float> logits;
+  std::vector<int32_t> pos;
+  for (long start = 0; start < n; start += chunk) {
+    long len = std::min(chunk, n - start);
+    pos.resize(static_cast<size_t>(len));
+    for (long i = 0; i < len; ++i)
+      pos[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
+    GLM5_RETURN_IF_ERROR(backend.run("prefill", tokens + start, pos.data(), len, &logits));
+    all->insert(all->end(), logits.begin(), logits.end());
+  }
+  return Status::ok();
+}
+
 int cmdScore(int argc, char **argv) {
   std::string planPath, weights, out, device = "host";
   std::vector<int32_t> tokens;
-  long prefill = -1, ctx = 0;
+  long prefill = -1, ctx = 0, chunk = 512;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -91,6 +110,11 @@ int cmdScore(int argc, char **argv) {
       ++i;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
+      ++i;
+    } else if (a == "--chunk" && v) {
+      chunk = std::atol(v);
+      if (chunk < 1)
+        return usage("--chunk takes a positive number of tokens");
       ++i;
     } else if (planPath.empty() && a[0] != '-') {
       planPath = a;
@@ -125,9 +149,6 @@ int cmdScore(int argc, char **argv) {
   const int64_t vocab = (*backend)->vocab();
   std::vector<float> all;
   all.reserve(static_cast<size_t>(n * vocab));
-  std::vector<int32_t> pos(static_cast<size_t>(prefill));
-  for (long i = 0; i < prefill; ++i)
-    pos[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   for (long i = 0; i < n; ++i)
     if (tokens[static_cast<size_t>(i)] >= vocab)
       return fail(glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
@@ -135,10 +156,9 @@ int cmdScore(int argc, char **argv) {
                                      tokens[static_cast<size_t>(i)], i,
                                      static_cast<long long>(vocab)));
   std::vector<float> logits;
-  Status s = (*backend)->run("prefill", tokens.data(), pos.data(), prefill, &logits);
+  Status s = prefillChunked(**backend, tokens.data(), prefill, chunk, &all);
   if (!s.isOk())
     return fail(s);
-  all.insert(all.end(), logits.begin(), logits.end());
   for (long i = prefill; i < n; ++i) {
     int32_t p = static_cast<int32_t>(i);
     s = (*backend)->run("decode", &tokens[static_cast<size_t>(i)], &p, 1, &logits);
@@ -197,7 +217,7 @@ int cmdTokenize(int argc, char **argv) {
 
 int cmdGenerate(int argc, char **argv) {
   std::string planPath, weights, prompt, device = "host";
-  long n = 64, ctx = 0;
+  long n = 64, ctx = 0, chunk = 512;
   bool chat = false, havePrompt = false;
   glm5rt::sampler::SamplerOptions so;
   for (int i = 0; i < argc; ++i) {
@@ -222,6 +242,10 @@ int cmdGenerate(int argc, char **argv) {
       if (!num(&x) || x < 1)
         return usage("--ctx takes a positive number of tokens");
       ctx = static_cast<long>(x);
+    } else if (a == "--chunk" && v) {
+      if (!num(&x) || x < 1)
+        return usage("--chunk takes a positive number of tokens");
+      chunk = static_cast<long>(x);
     } else if (a == "--temp" && v) {
       if (!num(&x) || x < 0)
         return usage("--temp takes a non-negative number");
@@ -288,13 +312,9 @@ int cmdGenerate(int argc, char **argv) {
   const int64_t vocab = (*backend)->vocab();
   glm5rt::sampler::Sampler sampler(so);
   glm5rt::tokenizer::TokenDecoder decoder(**tok, /*includeSpecial=*/false);
-  std::vector<int32_t> pos(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i)
-    pos[i] = static_cast<int32_t>(i);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits;
-  Status s = (*backend)->run("prefill", ids.data(), pos.data(), static_cast<int64_t>(ids.size()),
-                             &logits);
+  Status s = prefillChunked(**backend, ids.data(), static_cast<long>(ids.size()), chunk, &logits);
   if (!s.isOk())
     return fail(s);
   auto t1 = std::chrono::steady_clock::now();
