@@ -148,7 +148,7 @@ KernelChoice elementwise(const KernelQuery &q, const Target &tiles) {
     return fromConfig("cache_append", selectCacheAppend(tiles, shape), cacheAppendSource,
                       {shape.rotate ? "rope_cache_append" : "cache_append"});
   }
-  // glm.add
+  // glm.add, glm.swiglu_mul
   return fromConfig("pointwise", selectPointwise(tiles, q.actF32), pointwiseSource,
                     {"swiglu_mul", "add"});
 }
@@ -193,7 +193,7 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", false},   {"glm.moe_experts", false},
-          {"glm.swiglu", false},        {"glm.add", true},           {"glm.logits", true}};
+          {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
@@ -204,13 +204,17 @@ KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.indexer_score" || q.op == "glm.topk")
     return indexer(q, tiles);
   if (q.op == "glm.rms_norm" || q.op == "glm.layer_norm" || q.op == "glm.rope" ||
-      q.op == "glm.rope_cache_append" || q.op == "glm.cache_append" || q.op == "glm.add")
+      q.op == "glm.rope_cache_append" || q.op == "glm.cache_append" || q.op == "glm.add" ||
+      q.op == "glm.swiglu_mul")
     return elementwise(q, tiles);
   KernelChoice c;
   c.family = q.op;
   if (q.op == "glm.attention" || q.op == "glm.cache_read")
     c.rejected.push_back({q.op, "the naive attention form has no kernel: run glm-absorb-mla "
                                 "first (glm-pipeline does)"});
+  else if (q.op == "glm.swiglu")
+    c.rejected.push_back({q.op, "run glm-lower-swiglu first: its projections are qlinear "
+                                "kernels and the gate product a pointwise one"});
   else
     c.rejected.push_back({q.op, "no kernel family implements this op yet"});
   return c;

@@ -48,6 +48,7 @@ std::optional<pl::OpKind> opKind(Operation *op) {
       .Case([](MoEExpertsOp) { return pl::OpKind::MoEExperts; })
       .Case([](SwiGLUOp) { return pl::OpKind::SwiGLU; })
       .Case([](AddOp) { return pl::OpKind::Add; })
+      .Case([](SwiGLUMulOp) { return pl::OpKind::SwiGLUMul; })
       .Case([](LogitsOp) { return pl::OpKind::Logits; })
       .Default([](Operation *) { return std::nullopt; });
 }

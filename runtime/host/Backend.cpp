@@ -3,6 +3,7 @@
 #include "runtime/host/Backend.h"
 
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 
 namespace glm5rt::host {
@@ -217,6 +218,14 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
                       weight("down"), outF(0));
   case pl::OpKind::SwiGLU:
     return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
+  case pl::OpKind::SwiGLUMul: {
+    int64_t n = T * elems(out(0));
+    const float *g = inF(0), *u = inF(1);
+    float *y = outF(0);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i])))) * u[i];
+    return Status::ok();
+  }
   case pl::OpKind::Add: {
     int64_t n = T * elems(out(0));
     const float *a = inF(0), *b = inF(1);

@@ -523,3 +523,13 @@ module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_90", s
     return %y : tensor<?x256xf32>
   }
 }
+
+// -----
+
+// Tests that glm.swiglu_mul round-trips.
+// CHECK-LABEL: func.func @swiglu_mul
+// CHECK: %[[H:.+]] = glm.swiglu_mul %{{.+}}, %{{.+}} : tensor<?x512xf32>
+func.func @swiglu_mul(%g: tensor<?x512xf32>, %u: tensor<?x512xf32>) -> tensor<?x512xf32> {
+  %h = glm.swiglu_mul %g, %u : tensor<?x512xf32>
+  return %h : tensor<?x512xf32>
+}

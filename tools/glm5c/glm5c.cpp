@@ -135,6 +135,13 @@ int cmdExplain(int argc, char **argv) {
   auto module = importModel(context, input, /*pipeline=*/true);
   if (!module)
     return 1;
+  {
+    // As compile does for GPU targets: one op per kernel.
+    mlir::PassManager pm(&context);
+    pm.addPass(glm5c::glm::createGlmLowerSwiGLU());
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
   llvm::outs() << "target: tiles " << tiles->name << " (" << tiles->gpu << ", "
                << tiles->smCount << " SMs, " << tiles->maxSharedPerBlock
                << " B shared memory per block), code " << code->name
@@ -239,6 +246,7 @@ int cmdCompile(int argc, char **argv) {
                                                    runOn.empty() ? t->name : runOn, t->smCount,
                                                    t->maxSharedPerBlock));
     mlir::PassManager pm(&context);
+    pm.addPass(glm5c::glm::createGlmLowerSwiGLU());
     glm5c::GlmSpecializeKernelsOptions o;
     o.actF32 = act == "f32";
     pm.addPass(glm5c::createGlmSpecializeKernels(o));

@@ -362,6 +362,22 @@ def Glm_SwiGLUOp : Glm_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Glm_SwiGLUMulOp : Glm_Op<"swiglu_mul", [Pure, SameOperandsAndResultType]> {
+  let summary = "SwiGLU's gate product: silu(gate) * up, elementwise";
+  let description = [{
+    `y = g / (1 + exp(-g)) * u`. What `glm-lower-swiglu` leaves between the gate/up projections
+    and the down projection of a `glm.swiglu`, for targets whose kernels are per product.
+
+    ```mlir
+    %h = glm.swiglu_mul %g, %u : tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Glm_F32Tensor:$gate, Glm_F32Tensor:$up);
+  let results = (outs Glm_F32Tensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
 def Glm_AddOp : Glm_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
   let summary = "residual add";
   let description = [{

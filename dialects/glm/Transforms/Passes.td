@@ -50,6 +50,16 @@ def GlmFuseRouter : Pass<"glm-fuse-router", "mlir::ModuleOp"> {
   let dependentDialects = ["glm5c::glm::GlmDialect"];
 }
 
+def GlmLowerSwiGLU : Pass<"glm-lower-swiglu", "mlir::ModuleOp"> {
+  let summary = "Split glm.swiglu into its three projections and the gate product";
+  let description = [{
+    `glm.swiglu %x {gate, up, down}` becomes `glm.linear` (gate), `glm.linear` (up),
+    `glm.swiglu_mul`, `glm.linear` (down): one op per kernel, for GPU targets whose quantized
+    products are one kernel each. Host plans keep the fused op.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
 def GlmDenseAttention : Pass<"glm-dense-attention", "mlir::ModuleOp"> {
   let summary = "Make every query attend to all its causal positions (the dense reference)";
   let description = [{

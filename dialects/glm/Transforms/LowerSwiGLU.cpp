@@ -1,0 +1,43 @@
+//===- LowerSwiGLU.cpp - glm.swiglu -> linear, linear, swiglu_mul, linear --===//
+#include "dialects/glm/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace glm5c::glm {
+#define GEN_PASS_DEF_GLMLOWERSWIGLU
+#include "dialects/glm/Transforms/Passes.h.inc"
+} // namespace glm5c::glm
+
+using namespace mlir;
+using namespace glm5c::glm;
+
+namespace {
+
+struct SplitSwiGLU : OpRewritePattern<SwiGLUOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SwiGLUOp op, PatternRewriter &rewriter) const override {
+    auto x = cast<RankedTensorType>(op.getInput().getType());
+    // gate/up {hidden, ffn}: the hidden rows widen to ffn (verified by the op).
+    int64_t ffn = op.getGate().getShape()[1];
+    auto wide = RankedTensorType::get({x.getDimSize(0), ffn}, x.getElementType());
+    Location loc = op.getLoc();
+    Value g = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getGate());
+    Value u = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getUp());
+    Value h = SwiGLUMulOp::create(rewriter, loc, wide, g, u);
+    rewriter.replaceOpWithNewOp<LinearOp>(op, x, h, op.getDown());
+    return success();
+  }
+};
+
+struct GlmLowerSwiGLU : glm5c::glm::impl::GlmLowerSwiGLUBase<GlmLowerSwiGLU> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SplitSwiGLU>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,16 @@
+// RUN: %glm5c-opt %s --glm-lower-swiglu | FileCheck %s
+
+// Tests that a SwiGLU block becomes the gate and up projections (widening to ffn), the gate
+// product, and the down projection back to hidden, with the block's own weights.
+// CHECK-LABEL: func.func @ffn
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x256xf32>)
+func.func @ffn(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  // CHECK: %[[G:.+]] = glm.linear %[[X]] {weight = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q8_0, [256, 512]>} : tensor<?x256xf32> -> tensor<?x512xf32>
+  // CHECK: %[[U:.+]] = glm.linear %[[X]] {weight = #glm.gguf_tensor<"blk.0.ffn_up.weight", q8_0, [256, 512]>} : tensor<?x256xf32> -> tensor<?x512xf32>
+  // CHECK: %[[H:.+]] = glm.swiglu_mul %[[G]], %[[U]] : tensor<?x512xf32>
+  // CHECK: %[[Y:.+]] = glm.linear %[[H]] {weight = #glm.gguf_tensor<"blk.0.ffn_down.weight", q8_0, [512, 256]>} : tensor<?x512xf32> -> tensor<?x256xf32>
+  // CHECK: return %[[Y]]
+  // CHECK-NOT: glm.swiglu %
+  %y = glm.swiglu %x {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q8_0, [256, 512]>, up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q8_0, [256, 512]>, down = #glm.gguf_tensor<"blk.0.ffn_down.weight", q8_0, [512, 256]>} : tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
