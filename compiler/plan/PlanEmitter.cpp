@@ -139,7 +139,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
   };
 
   // Kernels: one per distinct variant, compiled once (in parallel) for the code arch.
-  std::map<std::string, int> kernelIds;
+  std::map<std::string, int> kernelIds; // instantiation source -> kernel index
   std::vector<codegen::KernelChoice> kernelChoices;
   std::vector<BufferInfo> buffers;
   struct StepInfo {
@@ -222,15 +222,17 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
           step.weights.push_back(*id);
           step.attrs.push_back(pl::CreateAttr(b, b.CreateString("weight." + key), *id));
         } else if (auto k = dyn_cast<KernelAttr>(v)) {
-          auto it = kernelIds.find(k.getVariant().str());
+          // Keyed by the instantiation source: two ops share a kernel exactly when NVRTC would
+          // compile the same translation unit for them.
+          codegen::KernelChoice choice =
+              codegen::selectKernel(kernelQueryFor(op, opt.actF32), *tiles);
+          if (!choice.ok || choice.variant != k.getVariant())
+            return makeStatus(StatusCode::kInternal,
+                              "%s: the registry no longer selects %s for this op",
+                              step.name.c_str(), k.getVariant().str().c_str());
+          auto it = kernelIds.find(choice.source);
           if (it == kernelIds.end()) {
-            codegen::KernelChoice choice =
-                codegen::selectKernel(kernelQueryFor(op, opt.actF32), *tiles);
-            if (!choice.ok || choice.variant != k.getVariant())
-              return makeStatus(StatusCode::kInternal,
-                                "%s: the registry no longer selects %s for this op",
-                                step.name.c_str(), k.getVariant().str().c_str());
-            it = kernelIds.emplace(k.getVariant().str(), static_cast<int>(kernelChoices.size())).first;
+            it = kernelIds.emplace(choice.source, static_cast<int>(kernelChoices.size())).first;
             kernelChoices.push_back(choice);
           }
           step.kernel = it->second;
