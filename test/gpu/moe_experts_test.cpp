@@ -1,0 +1,376 @@
+// moe_router and the routed-expert kernels (moe_experts.cuh) against runtime/host: router logits
+// against linear, the selection against moeGate on the same logits, and every (token, slot) row
+// against swiglu on its expert's slice (and moeExperts), for F32, Q8_0 and K-quant weights.
+//
+// The router's ids are compared with host moeGate run on the GPU's own logits (which the kernel
+// always writes): GPU fp32 dot products and the host's double ones differ in the last bits, which
+// could flip a near-tie in the selection; with identical logits only the fp32 (GPU) versus double
+// (host) comparison of s + bias remains, a difference of one rounding. The logits themselves are
+// checked against host linear separately.
+#include "codegen/registry/MoeExperts.h"
+#include "codegen/registry/QLinear.h"
+#include "runtime/gguf/quant.h"
+#include "runtime/host/ops.h"
+#include "test/gpu/gpu_test.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace glm5c::gputest;
+using namespace glm5c::codegen;
+using glm5rt::gguf::GgmlType;
+
+namespace {
+
+// Activations as the device holds them (bf16 or f32) and as the reference reads them.
+struct Acts {
+  std::vector<float> ref;
+  cu::DevicePtr dev = 0;
+};
+
+Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
+  Acts a;
+  a.ref = rng.vec(n);
+  if (f32) {
+    a.dev = ctx.upload(a.ref);
+  } else {
+    std::vector<uint16_t> h = toBf16(a.ref);
+    a.ref = fromBf16(h);
+    a.dev = ctx.upload(h);
+  }
+  return a;
+}
+
+// `rows` rows of `cols` values uniform in [-scale, scale), quantized row by row to `type`.
+bool quantRows(GgmlType type, int64_t rows, int64_t cols, float scale, Rng &rng,
+               std::vector<uint8_t> &bytes, Reporter &report) {
+  const int64_t rowBytes = qlinearRowBytes(uint32_t(type), cols);
+  bytes.assign(size_t(rowBytes * rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = rng.vec(size_t(cols), scale);
+    auto st = glm5rt::gguf::quantizeRow(type, row.data(), uint64_t(cols),
+                                        bytes.data() + r * rowBytes, size_t(rowBytes));
+    if (!st.isOk()) {
+      report.fail("quantizeRow", st.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string typeName(GgmlType t) { return qlinearTypeName(uint32_t(t)); }
+
+// Compares the P out rows of H with the reference (raw: P + 1 rows, the last a poisoned guard);
+// on failure names the worst element's pair and expert. Returns the rows as floats.
+std::vector<float> compareRows(Reporter &report, const std::string &what,
+                               const std::vector<uint32_t> &raw, int P, int H,
+                               const std::vector<float> &ref, const std::vector<int32_t> &ids,
+                               double bound) {
+  std::vector<float> got(static_cast<size_t>(P) * H);
+  std::memcpy(got.data(), raw.data(), got.size() * 4);
+  const double err = relErr(got, ref);
+  report.expectRelErr(what + " rows", err, bound);
+  if (!std::all_of(raw.begin() + got.size(), raw.end(), [](uint32_t b) { return b == ~0u; }))
+    report.fail(what, "wrote past the last pair's row");
+  if (err > bound) {
+    size_t worst = 0;
+    double wd = -1;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double d = std::isfinite(got[i]) ? std::fabs(double(got[i]) - ref[i]) : INFINITY;
+      if (d > wd) {
+        wd = d;
+        worst = i;
+      }
+    }
+    std::printf("    worst at pair %zu (expert %d) column %zu: got %g, host %g\n", worst / H,
+                ids[worst / H], worst % H, double(got[worst]), double(ref[worst]));
+  }
+  return got;
+}
+
+} // namespace
+
+GPU_TEST(moe_experts_router) {
+  struct Case {
+    int E, k, H;
+    GgmlType type;
+    bool normalize;
+  } cases[] = {{16, 2, 256, GgmlType::F32, true},
+               {16, 2, 256, GgmlType::BF16, true},
+               {256, 8, 6144, GgmlType::F32, true},
+               {64, 6, 512, GgmlType::BF16, false}};
+  for (const Case &c : cases)
+    for (bool f32 : {false, true}) {
+      GPU_TRY(cfg, selectMoeRouter(ctx.tiles, uint32_t(c.type), c.E, c.k, c.H, c.normalize, f32));
+      GPU_TRY(mod, ctx.build(cfg.variant, moeRouterSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+      Rng rng(uint64_t(c.E) * 7 + c.H + (f32 ? 1 : 0));
+      // Logits of std ~3; rows 0 and 1 and their biases are equal (boosted, so they are often
+      // chosen): experts 0 and 1 tie exactly in every token and 0 must come first.
+      std::vector<float> w = rng.vec(size_t(c.E) * c.H, 9.f / std::sqrt(float(c.H)));
+      std::copy(w.begin(), w.begin() + c.H, w.begin() + c.H);
+      std::vector<uint8_t> wbytes;
+      if (c.type == GgmlType::F32) {
+        wbytes.resize(w.size() * 4);
+        std::memcpy(wbytes.data(), w.data(), wbytes.size());
+      } else {
+        std::vector<uint16_t> b = toBf16(w);
+        wbytes.resize(b.size() * 2);
+        std::memcpy(wbytes.data(), b.data(), wbytes.size());
+      }
+      std::vector<float> bias = rng.vec(size_t(c.E), 0.1f);
+      bias[0] = bias[1] = 0.3f;
+      const glm5rt::host::Weight W =
+          glm5rt::host::makeWeight(c.type, wbytes.data(), {uint64_t(c.H), uint64_t(c.E)});
+      const glm5rt::host::Weight B =
+          glm5rt::host::makeWeight(GgmlType::F32, bias.data(), {uint64_t(c.E)});
+      cu::DevicePtr dw = ctx.upload(wbytes), db = ctx.upload(bias);
+      float scale = 2.5f;
+      for (int T : {1, 37}) {
+        const std::string what = "moe_router " + typeName(c.type) + (f32 ? " f32" : " bf16") +
+                                 " E=" + std::to_string(c.E) + " k=" + std::to_string(c.k) +
+                                 " H=" + std::to_string(c.H) + " T=" + std::to_string(T);
+        Acts x = makeActs(ctx, rng, size_t(T) * c.H, f32);
+        std::vector<float> refLogits(size_t(T) * c.E);
+        auto st = glm5rt::host::linear(x.ref.data(), T, c.H, W, refLogits.data());
+        if (!st.isOk()) {
+          report.fail("host linear " + what, st.message());
+          return;
+        }
+        const MoeRouterLaunch l = moeRouterLaunch(cfg, ctx.tiles, T);
+        cu::DevicePtr cnt = ctx.upload(std::vector<uint32_t>(size_t(T), 0u));
+        // Runs 0 and 1: the registry's split (1 finds the counters re-armed by 0); 2: one CTA
+        // per token, which gates from shared memory.
+        for (int run = 0; run < 3; ++run) {
+          const unsigned gy = run == 2 ? 1u : l.gridY;
+          const std::string name =
+              what + " splits=" + std::to_string(gy) + (run == 1 ? " (relaunch)" : "");
+          cu::DevicePtr dlog = ctx.alloc(refLogits.size() * 4);
+          cu::DevicePtr dwt = ctx.alloc(size_t(T) * c.k * 4), did = ctx.alloc(size_t(T) * c.k * 4);
+          ctx.launch(fn, l.gridX, gy, 1, l.threads, l.smem, &x.dev, &dw, &db, &dlog, &cnt, &dwt,
+                     &did, &scale);
+          std::vector<float> gotLogits = ctx.download<float>(dlog, refLogits.size());
+          std::vector<float> gotW = ctx.download<float>(dwt, size_t(T) * c.k);
+          std::vector<int32_t> gotIds = ctx.download<int32_t>(did, size_t(T) * c.k);
+          report.expectRelErr(name + " logits", relErr(gotLogits, refLogits), 1e-5);
+          std::vector<float> refW(gotW.size());
+          std::vector<int32_t> refIds(gotIds.size());
+          st = glm5rt::host::moeGate(gotLogits.data(), T, c.E, B, c.k, c.normalize, scale,
+                                     refW.data(), refIds.data());
+          if (!st.isOk()) {
+            report.fail("host moeGate " + name, st.message());
+            return;
+          }
+          int mismatch = 0;
+          for (size_t i = 0; i < refIds.size(); ++i)
+            mismatch += gotIds[i] != refIds[i];
+          if (mismatch)
+            report.fail(name + " ids", std::to_string(mismatch) + " ids differ from host moeGate");
+          report.expectRelErr(name + " weights", relErr(gotW, refW), 1e-5);
+        }
+      }
+    }
+}
+
+GPU_TEST(moe_experts_ffn) {
+  struct Case {
+    GgmlType gateUp, down;
+    int H, F;
+  } cases[] = {
+      {GgmlType::F32, GgmlType::F32, 512, 768},   {GgmlType::Q8_0, GgmlType::Q8_0, 544, 288},
+      {GgmlType::Q4_K, GgmlType::Q4_K, 512, 768}, {GgmlType::Q4_K, GgmlType::Q6_K, 512, 768},
+      {GgmlType::Q4_K, GgmlType::Q8_0, 768, 256}, {GgmlType::Q8_0, GgmlType::Q4_K, 256, 512}};
+  const int E = 16, k = 4;
+  for (const Case &c : cases)
+    for (bool f32 : {false, true}) {
+      GPU_TRY(cfgs, selectMoeExpertFfn(ctx.tiles, uint32_t(c.gateUp), uint32_t(c.gateUp),
+                                       uint32_t(c.down), E, k, c.H, c.F, f32));
+      GPU_TRY(modA, ctx.build(cfgs.gateUp.variant, moeFfnSource(cfgs.gateUp)));
+      GPU_TRY(modB, ctx.build(cfgs.down.variant, moeFfnSource(cfgs.down)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fnA, ctx.function(modA, cfgs.gateUp.entry.c_str(),
+                                static_cast<int>(cfgs.gateUp.dynamicSmem)));
+      GPU_TRY(fnB,
+              ctx.function(modB, cfgs.down.entry.c_str(), static_cast<int>(cfgs.down.dynamicSmem)));
+      Rng rng(uint64_t(c.gateUp) * 100 + uint64_t(c.down) * 7 + c.H + (f32 ? 1 : 0));
+      // Gate and up {H, F, E}: E F rows of H; down {F, H, E}: E H rows of F. Scales keep the
+      // products of order 1.
+      std::vector<uint8_t> gb, ub, dbytes;
+      const float su = 3.f / std::sqrt(float(c.H)), sd = 3.f / std::sqrt(float(c.F));
+      if (!quantRows(c.gateUp, int64_t(E) * c.F, c.H, su, rng, gb, report) ||
+          !quantRows(c.gateUp, int64_t(E) * c.F, c.H, su, rng, ub, report) ||
+          !quantRows(c.down, int64_t(E) * c.H, c.F, sd, rng, dbytes, report))
+        return;
+      const uint64_t H = uint64_t(c.H), F = uint64_t(c.F);
+      const glm5rt::host::Weight gW = glm5rt::host::makeWeight(c.gateUp, gb.data(), {H, F, E});
+      const glm5rt::host::Weight uW = glm5rt::host::makeWeight(c.gateUp, ub.data(), {H, F, E});
+      const glm5rt::host::Weight dW = glm5rt::host::makeWeight(c.down, dbytes.data(), {F, H, E});
+      const int64_t guRow = qlinearRowBytes(uint32_t(c.gateUp), c.H);
+      const int64_t dRow = qlinearRowBytes(uint32_t(c.down), c.F);
+      cu::DevicePtr dg = ctx.upload(gb), du = ctx.upload(ub), dd = ctx.upload(dbytes);
+      for (int T : {1, 4, 37, 70}) {
+        const std::string what = "moe_expert " + typeName(c.gateUp) + "/" + typeName(c.down) +
+                                 (f32 ? " f32" : " bf16") + " H=" + std::to_string(c.H) +
+                                 " F=" + std::to_string(c.F) + " T=" + std::to_string(T);
+        const int P = T * k;
+        // k distinct experts per token; with T = 70 slot 0 is always expert 5, which then holds
+        // more than one 64-position tile.
+        std::vector<int32_t> ids(static_cast<size_t>(P));
+        for (int t = 0; t < T; ++t) {
+          std::vector<int32_t> perm(E);
+          for (int e = 0; e < E; ++e)
+            perm[e] = e;
+          for (int e = E - 1; e > 0; --e)
+            std::swap(perm[e], perm[rng.next() % uint64_t(e + 1)]);
+          if (T == 70)
+            std::swap(perm[0], *std::find(perm.begin(), perm.end(), 5));
+          std::copy(perm.begin(), perm.begin() + k, ids.begin() + size_t(t) * k);
+        }
+        // moe_group's output: expert-major positions, stable in pair order.
+        std::vector<int32_t> pairOf(static_cast<size_t>(P)), offsets(static_cast<size_t>(E) + 1, 0);
+        for (int p = 0; p < P; ++p)
+          pairOf[p] = p;
+        std::stable_sort(pairOf.begin(), pairOf.end(),
+                         [&](int a, int b) { return ids[a] < ids[b]; });
+        for (int p = 0; p < P; ++p)
+          ++offsets[size_t(ids[p]) + 1];
+        for (int e = 0; e < E; ++e)
+          offsets[size_t(e) + 1] += offsets[size_t(e)];
+
+        Acts x = makeActs(ctx, rng, size_t(T) * c.H, f32);
+        // Reference: each pair's row from swiglu on its expert's slice.
+        std::vector<float> ref(static_cast<size_t>(P) * c.H);
+        for (int e = 0; e < E; ++e) {
+          const int n = offsets[size_t(e) + 1] - offsets[size_t(e)];
+          if (n == 0)
+            continue;
+          std::vector<float> xs(size_t(n) * c.H), ys(xs.size());
+          for (int r = 0; r < n; ++r) {
+            const int t = pairOf[size_t(offsets[size_t(e)] + r)] / k;
+            std::copy(x.ref.begin() + size_t(t) * c.H, x.ref.begin() + size_t(t + 1) * c.H,
+                      xs.begin() + size_t(r) * c.H);
+          }
+          auto st = glm5rt::host::swiglu(
+              xs.data(), n, glm5rt::host::makeWeight(c.gateUp, gb.data() + e * F * guRow, {H, F}),
+              glm5rt::host::makeWeight(c.gateUp, ub.data() + e * F * guRow, {H, F}),
+              glm5rt::host::makeWeight(c.down, dbytes.data() + e * H * dRow, {F, H}), ys.data());
+          if (!st.isOk()) {
+            report.fail("host swiglu " + what, st.message());
+            return;
+          }
+          for (int r = 0; r < n; ++r) {
+            const int p = pairOf[size_t(offsets[size_t(e)] + r)];
+            std::copy(ys.begin() + size_t(r) * c.H, ys.begin() + size_t(r + 1) * c.H,
+                      ref.begin() + size_t(p) * c.H);
+          }
+        }
+
+        cu::DevicePtr doff = ctx.upload(offsets), dpair = ctx.upload(pairOf);
+        cu::DevicePtr dh = ctx.alloc(size_t(P) * c.F * (f32 ? 4 : 2));
+        cu::DevicePtr dout = ctx.alloc(size_t(P + 1) * c.H * 4); // one guard row, poisoned
+        const MoeFfnLaunch la = moeFfnLaunch(cfgs.gateUp, T), lb = moeFfnLaunch(cfgs.down, T);
+        ctx.launch(fnA, la.gridX, la.gridY, 1, la.threads, la.smem, &x.dev, &dg, &du, &doff, &dpair,
+                   &dh);
+        ctx.launch(fnB, lb.gridX, lb.gridY, 1, lb.threads, lb.smem, &dh, &dd, &doff, &dpair, &dout);
+        const double bound = f32 ? 1e-5 : 1e-2;
+        const std::vector<float> got =
+            compareRows(report, what, ctx.download<uint32_t>(dout, size_t(P + 1) * c.H), P, c.H,
+                        ref, ids, bound);
+        // The same rows through host moeExperts with every weight 1: per-token slot sums.
+        std::vector<float> ones(static_cast<size_t>(P), 1.f), refSum(static_cast<size_t>(T) * c.H);
+        std::vector<float> gotSum(refSum.size());
+        auto st = glm5rt::host::moeExperts(x.ref.data(), T, ones.data(), ids.data(), k, gW, uW, dW,
+                                           refSum.data());
+        if (!st.isOk()) {
+          report.fail("host moeExperts " + what, st.message());
+          return;
+        }
+        for (int t = 0; t < T; ++t)
+          for (int col = 0; col < c.H; ++col) {
+            double s = 0;
+            for (int j = 0; j < k; ++j)
+              s += got[(size_t(t) * k + j) * c.H + col];
+            gotSum[size_t(t) * c.H + col] = float(s);
+          }
+        report.expectRelErr(what + " slot sums vs moeExperts", relErr(gotSum, refSum), bound);
+      }
+    }
+}
+
+// GLM-5's shape (E = 256, k = 8, H = 6144, F = 2048; Q4_K gate/up with Q6_K down, a published
+// mix) at decode, T = 1: only the 8 routed experts' slices are uploaded and the rest of the
+// stacked tensors stay poisoned (NaN), so reading any other expert's rows shows in the result.
+GPU_TEST(moe_experts_glm5) {
+  const int E = 256, k = 8, H = 6144, F = 2048, T = 1, P = T * k;
+  const GgmlType gu = GgmlType::Q4_K, down = GgmlType::Q6_K;
+  for (bool f32 : {false, true}) {
+    GPU_TRY(cfgs, selectMoeExpertFfn(ctx.tiles, uint32_t(gu), uint32_t(gu), uint32_t(down), E, k, H,
+                                     F, f32));
+    GPU_TRY(modA, ctx.build(cfgs.gateUp.variant, moeFfnSource(cfgs.gateUp)));
+    GPU_TRY(modB, ctx.build(cfgs.down.variant, moeFfnSource(cfgs.down)));
+    if (ctx.compileOnly)
+      continue;
+    GPU_TRY(fnA, ctx.function(modA, cfgs.gateUp.entry.c_str(),
+                              static_cast<int>(cfgs.gateUp.dynamicSmem)));
+    GPU_TRY(fnB,
+            ctx.function(modB, cfgs.down.entry.c_str(), static_cast<int>(cfgs.down.dynamicSmem)));
+    const std::string what =
+        std::string("moe_expert GLM-5 Q4_K/Q6_K") + (f32 ? " f32" : " bf16") + " T=1";
+    Rng rng(f32 ? 5 : 4);
+    // Slot j routes to a distinct random expert; grouping sorts the 8 pairs by expert.
+    std::vector<int32_t> perm(E);
+    for (int e = 0; e < E; ++e)
+      perm[e] = e;
+    for (int e = E - 1; e > 0; --e)
+      std::swap(perm[e], perm[rng.next() % uint64_t(e + 1)]);
+    std::vector<int32_t> ids(perm.begin(), perm.begin() + k);
+    std::vector<int32_t> pairOf(static_cast<size_t>(P)), offsets(static_cast<size_t>(E) + 1, 0);
+    for (int p = 0; p < P; ++p)
+      pairOf[p] = p;
+    std::sort(pairOf.begin(), pairOf.end(), [&](int a, int b) { return ids[a] < ids[b]; });
+    for (int p = 0; p < P; ++p)
+      ++offsets[size_t(ids[p]) + 1];
+    for (int e = 0; e < E; ++e)
+      offsets[size_t(e) + 1] += offsets[size_t(e)];
+
+    const int64_t guRow = qlinearRowBytes(uint32_t(gu), H),
+                  dRow = qlinearRowBytes(uint32_t(down), F);
+    const size_t guExpert = size_t(F) * guRow, dExpert = size_t(H) * dRow;
+    cu::DevicePtr dg = ctx.alloc(guExpert * E), du = ctx.alloc(guExpert * E);
+    cu::DevicePtr dd = ctx.alloc(dExpert * E);
+    Acts x = makeActs(ctx, rng, size_t(T) * H, f32);
+    std::vector<float> ref(static_cast<size_t>(P) * H);
+    const float su = 3.f / std::sqrt(float(H)), sd = 3.f / std::sqrt(float(F));
+    for (int j = 0; j < k; ++j) {
+      const int e = ids[size_t(j)];
+      std::vector<uint8_t> gb, ub, db;
+      if (!quantRows(gu, F, H, su, rng, gb, report) || !quantRows(gu, F, H, su, rng, ub, report) ||
+          !quantRows(down, H, F, sd, rng, db, report))
+        return;
+      Context::check(ctx.drv->copyToDevice(dg + e * guExpert, gb.data(), gb.size()));
+      Context::check(ctx.drv->copyToDevice(du + e * guExpert, ub.data(), ub.size()));
+      Context::check(ctx.drv->copyToDevice(dd + e * dExpert, db.data(), db.size()));
+      auto st = glm5rt::host::swiglu(
+          x.ref.data(), 1, glm5rt::host::makeWeight(gu, gb.data(), {uint64_t(H), uint64_t(F)}),
+          glm5rt::host::makeWeight(gu, ub.data(), {uint64_t(H), uint64_t(F)}),
+          glm5rt::host::makeWeight(down, db.data(), {uint64_t(F), uint64_t(H)}),
+          ref.data() + size_t(j) * H);
+      if (!st.isOk()) {
+        report.fail("host swiglu " + what, st.message());
+        return;
+      }
+    }
+    cu::DevicePtr doff = ctx.upload(offsets), dpair = ctx.upload(pairOf);
+    cu::DevicePtr dh = ctx.alloc(size_t(P) * F * (f32 ? 4 : 2));
+    cu::DevicePtr dout = ctx.alloc(size_t(P + 1) * H * 4);
+    const MoeFfnLaunch la = moeFfnLaunch(cfgs.gateUp, T), lb = moeFfnLaunch(cfgs.down, T);
+    ctx.launch(fnA, la.gridX, la.gridY, 1, la.threads, la.smem, &x.dev, &dg, &du, &doff, &dpair,
+               &dh);
+    ctx.launch(fnB, lb.gridX, lb.gridY, 1, lb.threads, lb.smem, &dh, &dd, &doff, &dpair, &dout);
+    compareRows(report, what, ctx.download<uint32_t>(dout, size_t(P + 1) * H), P, H, ref, ids,
+                f32 ? 1e-5 : 1e-2);
+  }
+}
