@@ -3,6 +3,8 @@
 
 #include "codegen/registry/Elementwise.h"
 #include "codegen/registry/Indexer.h"
+#include "codegen/registry/Moe.h"
+#include "codegen/registry/MoeExperts.h"
 #include "codegen/registry/QLinear.h"
 #include "codegen/registry/SparseMla.h"
 
@@ -184,6 +186,47 @@ KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
   return fromConfig("qlinear", cfg, qlinearSource, {entry});
 }
 
+// The router: projection and gate in one kernel. The routed experts: moe.cuh's grouping and
+// combine, then the gate/up and down phases, each its own instantiation (their weight types
+// differ), launched in that order for one op.
+KernelChoice moe(const KernelQuery &q, const Target &tiles) {
+  if (q.op == "glm.moe_router") {
+    uint32_t wtype = q.weightTypes.size() > 1 ? q.weightTypes[1] : 0; // attrs sort: bias, weight
+    return fromConfig("moe_router",
+                      selectMoeRouter(tiles, wtype, dim(q, "experts", 0), dim(q, "topk", 0),
+                                      dim(q, "hidden", 0), dim(q, "normalize", 1) != 0, q.actF32),
+                      moeRouterSource, {"moe_router"});
+  }
+  // glm.moe_experts: attributes sort down, gate, up.
+  KernelChoice c;
+  c.family = "moe_experts";
+  uint32_t down = q.weightTypes.size() > 0 ? q.weightTypes[0] : 0;
+  uint32_t gate = q.weightTypes.size() > 1 ? q.weightTypes[1] : 0;
+  uint32_t up = q.weightTypes.size() > 2 ? q.weightTypes[2] : 0;
+  MoeShape routing{dim(q, "experts", 0), dim(q, "topk", 0), dim(q, "hidden", 0), true, q.actF32};
+  auto routeSrc = moeRoutingSource(routing);
+  if (!routeSrc.isOk()) {
+    c.rejected.push_back({"moe_routing", routeSrc.status().message()});
+    return c;
+  }
+  auto ffn = selectMoeExpertFfn(tiles, gate, up, down, routing.experts, routing.topk,
+                                routing.hidden, dim(q, "ffn", 0), q.actF32);
+  if (!ffn.isOk()) {
+    addRejections(c, ffn.status(), "moe_expert_ffn");
+    return c;
+  }
+  c.ok = true;
+  c.variant = "moe_routing_e" + std::to_string(routing.experts) + "_k" +
+              std::to_string(routing.topk) + "_h" + std::to_string(routing.hidden) +
+              (q.actF32 ? "_f32" : "_bf16");
+  c.threads = 256;
+  c.source = *routeSrc;
+  c.entries = {"moe_group", "moe_combine"};
+  for (const MoeFfnConfig *f : {&ffn->gateUp, &ffn->down})
+    c.extra.push_back({f->variant, moeFfnSource(*f), {f->entry}, f->threads, f->dynamicSmem});
+  return c;
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, bool>> registryOps() {
@@ -192,13 +235,15 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.slice", false},         {"glm.rope", true},          {"glm.cache_append", true},
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
-          {"glm.moe_gate", false},      {"glm.moe_router", false},   {"glm.moe_experts", false},
+          {"glm.moe_gate", false},      {"glm.moe_router", true},   {"glm.moe_experts", true},
           {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.sparse_mla")
     return sparseMla(q, tiles);
+  if (q.op == "glm.moe_router" || q.op == "glm.moe_experts")
+    return moe(q, tiles);
   if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed")
     return qlinear(q, tiles);
   if (q.op == "glm.indexer_score" || q.op == "glm.topk")

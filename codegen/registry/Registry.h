@@ -27,6 +27,15 @@ struct Rejection {
   std::string reason;
 };
 
+// A further kernel an op needs (its own instantiation), launched with the primary one.
+struct KernelPart {
+  std::string variant;
+  std::string source;
+  std::vector<std::string> entries;
+  int threads = 0;
+  int64_t dynamicSmem = 0;
+};
+
 struct KernelChoice {
   bool ok = false;
   std::string family;   // "sparse_mla_decode"
@@ -36,6 +45,7 @@ struct KernelChoice {
   std::string source;   // the instantiation NVRTC compiles
   std::vector<std::string> entries;
   std::vector<Rejection> rejected; // why each other candidate was not taken (all when !ok)
+  std::vector<KernelPart> extra;   // ops of several kernels (routed experts: group, gate/up, down)
 };
 
 // Every op kind the registry knows, with whether a family implements it yet.

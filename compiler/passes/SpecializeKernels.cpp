@@ -57,6 +57,18 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
   }
   if (auto a = dyn_cast<CacheAppendOp>(op))
     appendDims(a.getLatent(), a.getRopeKey(), a.getIndexKey());
+  if (auto r = dyn_cast<MoERouterOp>(op)) {
+    q.dims["experts"] = r.getWeight().getShape()[1];
+    q.dims["topk"] = static_cast<int64_t>(r.getTopK());
+    q.dims["hidden"] = r.getWeight().getShape()[0];
+    q.dims["normalize"] = r.getNormalize();
+  }
+  if (auto e = dyn_cast<MoEExpertsOp>(op)) {
+    q.dims["experts"] = e.getGate().getShape()[2];
+    q.dims["topk"] = e.getWeights().getType().getDimSize(1);
+    q.dims["hidden"] = e.getGate().getShape()[0];
+    q.dims["ffn"] = e.getGate().getShape()[1];
+  }
   if (auto s = dyn_cast<IndexerScoreOp>(op)) {
     q.dims["heads"] = s.getQuery().getType().getDimSize(1);
     q.dims["index_dim"] = s.getQuery().getType().getDimSize(2);

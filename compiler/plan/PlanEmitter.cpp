@@ -146,7 +146,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
     pl::OpKind kind;
     std::string name;
     int layer = -1, kernel = -1;
-    std::vector<int> inputs, outputs, weights;
+    std::vector<int> inputs, outputs, weights, extraKernels;
     std::vector<fb::Offset<pl::Attr>> attrs;
   };
   struct EntryInfo {
@@ -230,12 +230,25 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
             return makeStatus(StatusCode::kInternal,
                               "%s: the registry no longer selects %s for this op",
                               step.name.c_str(), k.getVariant().str().c_str());
-          auto it = kernelIds.find(choice.source);
-          if (it == kernelIds.end()) {
-            it = kernelIds.emplace(choice.source, static_cast<int>(kernelChoices.size())).first;
-            kernelChoices.push_back(choice);
+          auto idOf = [&](const codegen::KernelChoice &kc) {
+            auto it = kernelIds.find(kc.source);
+            if (it == kernelIds.end()) {
+              it = kernelIds.emplace(kc.source, static_cast<int>(kernelChoices.size())).first;
+              kernelChoices.push_back(kc);
+            }
+            return it->second;
+          };
+          step.kernel = idOf(choice);
+          for (const codegen::KernelPart &part : choice.extra) {
+            codegen::KernelChoice kc;
+            kc.ok = true;
+            kc.variant = part.variant;
+            kc.source = part.source;
+            kc.entries = part.entries;
+            kc.threads = part.threads;
+            kc.dynamicSmem = part.dynamicSmem;
+            step.extraKernels.push_back(idOf(kc));
           }
-          step.kernel = it->second;
         } else if (auto bl = dyn_cast<BoolAttr>(v)) {
           // Before IntegerAttr: a BoolAttr is an i1 IntegerAttr whose getInt() is -1.
           step.attrs.push_back(pl::CreateAttr(b, b.CreateString(key), bl.getValue() ? 1 : 0));
@@ -315,7 +328,8 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
     for (StepInfo &s : e.steps)
       steps.push_back(pl::CreateStep(b, s.kind, b.CreateString(s.name), s.layer, s.kernel,
                                      b.CreateVector(s.inputs), b.CreateVector(s.outputs),
-                                     b.CreateVector(s.weights), b.CreateVector(s.attrs)));
+                                     b.CreateVector(s.weights), b.CreateVector(s.attrs),
+                                     b.CreateVector(s.extraKernels)));
     eps.push_back(pl::CreateEntryPoint(b, b.CreateString(e.name), e.maxTokens, e.arena, e.output,
                                        b.CreateVector(steps)));
   }

@@ -120,6 +120,7 @@ Status LoadedPlan::verify() {
                               e, s, name, what, ids->Get(i), count);
         return Status::ok();
       };
+      GLM5_RETURN_IF_ERROR(checkIds(st->extra_kernels(), 0, nKernels, "extra kernel"));
       GLM5_RETURN_IF_ERROR(checkIds(st->inputs(), -2, nBuffers, "input buffer"));
       GLM5_RETURN_IF_ERROR(checkIds(st->outputs(), 0, nBuffers, "output buffer"));
       GLM5_RETURN_IF_ERROR(checkIds(st->weights(), 0, nWeights, "weight"));

@@ -161,9 +161,13 @@ int cmdExplain(int argc, char **argv) {
       KernelChoice c = selectKernel(glm5c::kernelQueryFor(op, act == "f32"), *tiles);
       allOk &= c.ok;
       llvm::outs() << "  " << name << ": ";
-      if (c.ok)
+      if (c.ok) {
         llvm::outs() << c.variant << " (" << c.threads << " threads, " << c.dynamicSmem
                      << " B dynamic shared memory)\n";
+        for (const KernelPart &part : c.extra)
+          llvm::outs() << "      + " << part.variant << " (" << part.threads << " threads, "
+                       << part.dynamicSmem << " B dynamic shared memory)\n";
+      }
       else
         llvm::outs() << "no variant\n";
       for (const Rejection &r : c.rejected)
@@ -341,6 +345,9 @@ int cmdInspect(int argc, char **argv) {
         os << " layer " << s->layer();
       if (s->kernel() >= 0)
         os << " kernel " << p.kernels()->Get(s->kernel())->variant()->str();
+      if (s->extra_kernels())
+        for (int32_t k : *s->extra_kernels())
+          os << " + " << p.kernels()->Get(k)->variant()->str();
       os << " in";
       for (int32_t i : *s->inputs())
         os << " " << i;
