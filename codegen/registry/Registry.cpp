@@ -2,6 +2,7 @@
 #include "codegen/registry/Registry.h"
 
 #include "codegen/registry/Elementwise.h"
+#include "codegen/registry/HeadLinear.h"
 #include "codegen/registry/Indexer.h"
 #include "codegen/registry/Moe.h"
 #include "codegen/registry/MoeExperts.h"
@@ -227,12 +228,32 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
   return c;
 }
 
+// Per-head products (attn_k_b folded into q, attn_v_b on the latent output) and slices.
+KernelChoice headLinear(const KernelQuery &q, const Target &tiles) {
+  if (q.op == "glm.slice")
+    return fromConfig("slice", selectSlice(tiles, q.actF32), sliceSource, {"slice_copy"});
+  if (dim(q, "transpose", 0))
+    return [&] {
+      KernelChoice c;
+      c.family = "head_linear";
+      c.rejected.push_back({"head_linear", "the transposed product belongs to the naive attention "
+                                           "form: run glm-absorb-mla first (glm-pipeline does)"});
+      return c;
+    }();
+  uint32_t type = q.weightTypes.empty() ? 0 : q.weightTypes[0];
+  return fromConfig("head_linear",
+                    selectHeadLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0),
+                                     dim(q, "heads", 0), dim(q, "shared_input", 0) != 0,
+                                     q.actF32),
+                    headLinearSource, {"head_linear"});
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, bool>> registryOps() {
   return {{"glm.sparse_mla", true},     {"glm.embed", true},        {"glm.rms_norm", true},
-          {"glm.layer_norm", true},     {"glm.linear", true},       {"glm.head_linear", false},
-          {"glm.slice", false},         {"glm.rope", true},          {"glm.cache_append", true},
+          {"glm.layer_norm", true},     {"glm.linear", true},       {"glm.head_linear", true},
+          {"glm.slice", true},         {"glm.rope", true},          {"glm.cache_append", true},
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", true},   {"glm.moe_experts", true},
@@ -242,6 +263,8 @@ std::vector<std::pair<std::string, bool>> registryOps() {
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.sparse_mla")
     return sparseMla(q, tiles);
+  if (q.op == "glm.head_linear" || q.op == "glm.slice")
+    return headLinear(q, tiles);
   if (q.op == "glm.moe_router" || q.op == "glm.moe_experts")
     return moe(q, tiles);
   if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed")

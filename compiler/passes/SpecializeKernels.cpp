@@ -57,6 +57,15 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
   }
   if (auto a = dyn_cast<CacheAppendOp>(op))
     appendDims(a.getLatent(), a.getRopeKey(), a.getIndexKey());
+  if (auto h = dyn_cast<HeadLinearOp>(op)) {
+    auto in = cast<RankedTensorType>(h.getInput().getType());
+    auto out = cast<RankedTensorType>(h.getResult().getType());
+    q.dims["in"] = in.getDimSize(in.getRank() - 1);
+    q.dims["out"] = out.getDimSize(2);
+    q.dims["heads"] = out.getDimSize(1);
+    q.dims["shared_input"] = in.getRank() == 2;
+    q.dims["transpose"] = h.getTranspose();
+  }
   if (auto r = dyn_cast<MoERouterOp>(op)) {
     q.dims["experts"] = r.getWeight().getShape()[1];
     q.dims["topk"] = static_cast<int64_t>(r.getTopK());
