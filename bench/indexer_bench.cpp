@@ -9,6 +9,7 @@
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"
+#include "bench/bench_util.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/host/ops.h"
 #include "runtime/support/half.h"
@@ -26,30 +27,15 @@ namespace cu = glm5rt::cuda;
 
 namespace {
 
-#define CHECK_OK(expr)                                                                             \
-  do {                                                                                             \
-    Status s_ = (expr);                                                                            \
-    if (!s_.isOk()) {                                                                              \
-      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                   \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using glm5c::bench::Rng;
+using glm5c::bench::splitList;
+
 
 constexpr int kHeads = 32, kDim = 128, kPage = 64, kTopK = 2048;
 constexpr double kPeakGBs = 4230.0;
 // Distinct random key rows; slot i holds pattern row i % kPatternRows (the check rebuilds keys).
 constexpr int kPatternRows = 1 << 17;
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
-};
 
 struct Kernels {
   IndexerScoreConfig sc;
@@ -256,30 +242,7 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
 // Median microseconds per set of a graph of `fn` over every set.
 template <typename Fn>
 double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, int reps, Fn fn) {
-  CHECK_OK(drv.beginCapture(stream));
-  for (Problem &p : ps)
-    fn(p);
-  cu::Graph graph;
-  cu::GraphExec exec;
-  CHECK_OK(drv.endCapture(stream, &graph));
-  CHECK_OK(drv.instantiate(&exec, graph));
-  cu::Event e0, e1;
-  CHECK_OK(drv.eventCreate(&e0));
-  CHECK_OK(drv.eventCreate(&e1));
-  for (int w = 0; w < 3; ++w)
-    CHECK_OK(drv.graphLaunch(exec, stream));
-  std::vector<float> times;
-  for (int r = 0; r < reps; ++r) {
-    CHECK_OK(drv.eventRecord(e0, stream));
-    CHECK_OK(drv.graphLaunch(exec, stream));
-    CHECK_OK(drv.eventRecord(e1, stream));
-    CHECK_OK(drv.synchronize(stream));
-    float ms;
-    CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
-    times.push_back(ms * 1000.f / ps.size());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return glm5c::bench::timeGraph(drv, stream, ps.size(), reps, [&](size_t i) { fn(ps[i]); });
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/QLinear.h"
+#include "bench/bench_util.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/gguf/quant.h"
 #include "runtime/host/ops.h"
@@ -30,35 +31,11 @@ namespace cu = glm5rt::cuda;
 
 namespace {
 
-#define CHECK_OK(expr)                                                                             \
-  do {                                                                                             \
-    Status s_ = (expr);                                                                            \
-    if (!s_.isOk()) {                                                                              \
-      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                   \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using glm5c::bench::Rng;
+using glm5c::bench::splitList;
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
-};
 
-std::vector<std::string> splitList(const std::string &list) {
-  std::vector<std::string> v;
-  for (size_t p = 0; p <= list.size();) {
-    size_t c = list.find(',', p);
-    v.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
-    p = c == std::string::npos ? list.size() + 1 : c + 1;
-  }
-  return v;
-}
+
 
 // GLM-5's decode linears, in -> out (K -> N).
 struct Shape {

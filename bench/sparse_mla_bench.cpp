@@ -8,6 +8,7 @@
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/SparseMla.h"
+#include "bench/bench_util.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/host/ops.h"
 #include "runtime/support/half.h"
@@ -25,25 +26,10 @@ namespace cu = glm5rt::cuda;
 
 namespace {
 
-#define CHECK_OK(expr)                                                                             \
-  do {                                                                                             \
-    Status s_ = (expr);                                                                            \
-    if (!s_.isOk()) {                                                                              \
-      std::fprintf(stderr, "error: %s\n", s_.message().c_str());                                  \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using glm5c::bench::Rng;
+using glm5c::bench::splitList;
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
-};
+
 
 struct Kernel {
   SparseMlaDecodeConfig cfg;
@@ -201,15 +187,9 @@ int main(int argc, char **argv) {
       checkOnly = true;
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
-    else if (a == "--tiles" && i + 1 < argc) {
-      tileNames.clear();
-      std::string list = argv[++i];
-      for (size_t p = 0; p <= list.size();) {
-        size_t c = list.find(',', p);
-        tileNames.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
-        p = c == std::string::npos ? list.size() + 1 : c + 1;
-      }
-    } else {
+    else if (a == "--tiles" && i + 1 < argc)
+      tileNames = splitList(argv[++i]);
+    else {
       std::fprintf(stderr, "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N]\n", argv[0]);
       return 2;
     }
@@ -264,30 +244,8 @@ int main(int argc, char **argv) {
         auto [eo, el] = check(drv, k, ps[0], stream);
         bool ok = eo <= 1e-2 && el <= 1e-2;
         failed |= !ok;
-        CHECK_OK(drv.beginCapture(stream));
-        for (Problem &p : ps)
-          launch(drv, k, p, stream);
-        cu::Graph graph;
-        cu::GraphExec exec;
-        CHECK_OK(drv.endCapture(stream, &graph));
-        CHECK_OK(drv.instantiate(&exec, graph));
-        cu::Event e0, e1;
-        CHECK_OK(drv.eventCreate(&e0));
-        CHECK_OK(drv.eventCreate(&e1));
-        for (int w = 0; w < 3; ++w)
-          CHECK_OK(drv.graphLaunch(exec, stream));
-        std::vector<float> times;
-        for (int r = 0; r < reps; ++r) {
-          CHECK_OK(drv.eventRecord(e0, stream));
-          CHECK_OK(drv.graphLaunch(exec, stream));
-          CHECK_OK(drv.eventRecord(e1, stream));
-          CHECK_OK(drv.synchronize(stream));
-          float ms;
-          CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
-          times.push_back(ms * 1000.f / sets);
-        }
-        std::sort(times.begin(), times.end());
-        double us = times[times.size() / 2];
+        double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
+                                            [&](size_t i) { launch(drv, k, ps[i], stream); });
         double bytes = double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
         double flops = 2.0 * B * H * topk * (576 + 512);
         std::printf("  %-8s %3d %4d %6d %9.1f %9.0f %7.1f %9.1f%s\n", tn.c_str(), H, B, splits, us,

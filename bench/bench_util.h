@@ -1,0 +1,84 @@
+// Shared pieces of the GPU benchmarks: fatal status checks, the random data generator, list
+// parsing, and CUDA-graph timing (median of replays, inputs rotated over several sets).
+#pragma once
+
+#include "runtime/cuda/Driver.h"
+#include "runtime/support/status.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace glm5c::bench {
+
+// A benchmark cannot continue after a driver error: report it and exit.
+inline void checkOk(const glm5rt::Status &s) {
+  if (!s.isOk()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+}
+
+// Kept as a macro so call sites read like the rest of the benchmarks.
+#define CHECK_OK(expr) ::glm5c::bench::checkOk(expr)
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / 16777216.0f * 2.f - 1.f; }
+};
+
+// "a,b,c" -> {"a", "b", "c"}.
+inline std::vector<std::string> splitList(const std::string &list) {
+  std::vector<std::string> v;
+  for (size_t p = 0; p <= list.size();) {
+    size_t c = list.find(',', p);
+    v.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
+    if (c == std::string::npos)
+      break;
+    p = c + 1;
+  }
+  return v;
+}
+
+// Captures launch(i) for every input set i in one CUDA graph, replays it (3 warm-ups, then
+// `reps` timed replays with device events) and returns the median microseconds per set.
+template <typename Launch>
+double timeGraph(glm5rt::cuda::Driver &drv, glm5rt::cuda::Stream stream, size_t sets, int reps,
+                 Launch launch) {
+  namespace cu = glm5rt::cuda;
+  checkOk(drv.beginCapture(stream));
+  for (size_t i = 0; i < sets; ++i)
+    launch(i);
+  cu::Graph graph;
+  cu::GraphExec exec;
+  checkOk(drv.endCapture(stream, &graph));
+  checkOk(drv.instantiate(&exec, graph));
+  cu::Event e0, e1;
+  checkOk(drv.eventCreate(&e0));
+  checkOk(drv.eventCreate(&e1));
+  for (int w = 0; w < 3; ++w)
+    checkOk(drv.graphLaunch(exec, stream));
+  std::vector<float> times;
+  for (int r = 0; r < reps; ++r) {
+    checkOk(drv.eventRecord(e0, stream));
+    checkOk(drv.graphLaunch(exec, stream));
+    checkOk(drv.eventRecord(e1, stream));
+    checkOk(drv.synchronize(stream));
+    float ms;
+    checkOk(drv.eventElapsedMs(&ms, e0, e1));
+    times.push_back(ms * 1000.f / static_cast<float>(sets));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace glm5c::bench
