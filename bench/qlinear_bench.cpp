@@ -222,27 +222,8 @@ int main(int argc, char **argv) {
           failed |= !ok;
           Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant, 0, 0, err, ok};
           if (!checkOnly) {
-            CHECK_OK(drv.beginCapture(stream));
-            for (int s = 0; s < sets; ++s)
-              launch(w[s]);
-            cu::Graph graph;
-            cu::GraphExec exec;
-            CHECK_OK(drv.endCapture(stream, &graph));
-            CHECK_OK(drv.instantiate(&exec, graph));
-            for (int r = 0; r < 3; ++r)
-              CHECK_OK(drv.graphLaunch(exec, stream));
-            std::vector<float> times;
-            for (int r = 0; r < reps; ++r) {
-              CHECK_OK(drv.eventRecord(e0, stream));
-              CHECK_OK(drv.graphLaunch(exec, stream));
-              CHECK_OK(drv.eventRecord(e1, stream));
-              CHECK_OK(drv.synchronize(stream));
-              float ms;
-              CHECK_OK(drv.eventElapsedMs(&ms, e0, e1));
-              times.push_back(ms * 1000.f / sets);
-            }
-            std::sort(times.begin(), times.end());
-            row.us = times[times.size() / 2];
+            row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps,
+                                             [&](size_t s) { launch(w[s]); });
             row.gbs = double(bytes) / row.us / 1e3;
           }
           std::printf("  %-7s %-5s %-11s %5lld -> %-6lld T=%d splits=%-2d rel err %.1e %s",
