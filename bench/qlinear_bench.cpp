@@ -96,9 +96,6 @@ int main(int argc, char **argv) {
   NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
   cu::Stream stream;
   CHECK_OK(drv.streamCreate(&stream));
-  cu::Event e0, e1;
-  CHECK_OK(drv.eventCreate(&e0));
-  CHECK_OK(drv.eventCreate(&e1));
   std::map<std::string, cu::Function> kernels;
   std::vector<Row> rows;
   bool failed = false;
