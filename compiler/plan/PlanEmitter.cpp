@@ -308,13 +308,19 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
         size_t s = k.log.rfind(' ', p - 1);
         staticSmem = std::max(staticSmem, std::atoi(k.log.c_str() + s + 1));
       }
+      int spills = 0;
+      for (const char *what : {" bytes spill stores", " bytes spill loads"})
+        for (size_t p = k.log.find(what); p != std::string::npos; p = k.log.find(what, p + 1)) {
+          size_t s = k.log.rfind(' ', p - 1);
+          spills += std::atoi(k.log.c_str() + s + 1);
+        }
       std::vector<fb::Offset<fb::String>> names;
       for (const std::string &e : kernelChoices[i].entries)
         names.push_back(b.CreateString(e));
       kernels.push_back(pl::CreateKernel(
           b, b.CreateString(kernelChoices[i].variant), b.CreateVector(names), b.CreateString(k.ptx),
           b.CreateVector(k.cubin), kernelChoices[i].threads, staticSmem,
-          static_cast<int>(kernelChoices[i].dynamicSmem)));
+          static_cast<int>(kernelChoices[i].dynamicSmem), spills));
     }
   }
 

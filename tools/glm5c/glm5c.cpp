@@ -326,7 +326,8 @@ int cmdInspect(int argc, char **argv) {
     for (const auto *k : *p.kernels()) {
       os << "  " << k->variant()->str() << ": " << k->threads() << " threads, "
          << k->static_smem() << " B static + " << k->dynamic_smem()
-         << " B dynamic shared memory, ptx " << (k->ptx() ? k->ptx()->size() : 0) << " B, cubin "
+         << " B dynamic shared memory, " << k->spill_bytes() << " B spills, ptx "
+         << (k->ptx() ? k->ptx()->size() : 0) << " B, cubin "
          << (k->cubin() ? k->cubin()->size() : 0) << " B, entries";
       for (const auto *e : *k->entries())
         os << " " << e->str();
