@@ -21,13 +21,6 @@ const pl::Attr *findAttr(const pl::Step &s, const char *key) {
   return nullptr;
 }
 
-int64_t product(const flatbuffers::Vector<int64_t> *shape, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < shape->size(); ++i)
-    n *= shape->Get(static_cast<flatbuffers::uoffset_t>(i));
-  return n;
-}
-
 } // namespace
 
 StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loaded,

@@ -1,25 +1,20 @@
-// glm5c: the compiler driver. `glm5c import model.gguf [-o out.mlir]` prints the glm dialect
-// module of a GGUF (header only). A thin main over compiler/import; compile and explain join it
-// with codegen.
+// glm5c: the compiler driver's command line. A thin main over compiler/driver (import,
+// compile, explain), runtime/plan (inspect) and codegen (kernel): argument parsing, usage and
+// the mapping of failures to messages and exit codes live here, nothing else.
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/SparseMla.h"
 #include "codegen/target/Target.h"
-#include "codegen/registry/Registry.h"
-#include "compiler/import/Importer.h"
-#include "compiler/passes/Passes.h"
-#include "compiler/plan/PlanEmitter.h"
-#include "runtime/plan/Plan.h"
+#include "compiler/driver/Driver.h"
 #include "dialects/glm/Transforms/Passes.h"
-#include "runtime/gguf/gguf_reader.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/plan/PlanPrinter.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -56,54 +51,11 @@ int usage(const std::string &why) {
   return 2;
 }
 
-// "model.gguf:blk.0.attn_q_a.weight" for the importer's name locations, "file:line:col" else.
-std::string locationText(mlir::Location loc) {
-  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
-    return name.getName().str();
-  if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(loc))
-    return file.getFilename().str();
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << loc;
-  return s;
-}
-
-// Prints every diagnostic as "location: severity: message", notes included.
-void installDiagnosticPrinter(mlir::MLIRContext &context) {
-  context.printOpOnDiagnostic(false);
-  context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
-    auto print = [](mlir::Diagnostic &d) {
-      const char *sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
-                        : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
-                        : d.getSeverity() == mlir::DiagnosticSeverity::Remark  ? "remark"
-                                                                               : "note";
-      llvm::errs() << locationText(d.getLocation()) << ": " << sev << ": " << d.str() << "\n";
-    };
-    print(diag);
-    for (mlir::Diagnostic &note : diag.getNotes())
-      print(note);
-    return mlir::success();
-  });
-}
-
-// Opens and imports a GGUF, optionally running glm-pipeline; null on failure (reported).
-mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context, const std::string &path,
-                                              bool pipeline) {
-  auto file = glm5rt::gguf::GgufFile::open(path);
-  if (!file.isOk()) {
-    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
-    return nullptr;
-  }
-  glm5c::ImportOptions options;
-  options.displayName = llvm::sys::path::filename(path).str();
-  mlir::OwningOpRef<mlir::ModuleOp> module = glm5c::importGguf(context, **file, options);
-  if (!module || !pipeline)
-    return module;
-  mlir::PassManager pm(&context);
-  glm5c::glm::buildGlmPipeline(pm);
-  if (mlir::failed(pm.run(*module)))
-    return nullptr;
-  return module;
+// Prints a failure: nothing when the diagnostics already said why (empty message).
+int fail(const glm5rt::Status &status) {
+  if (!status.message().empty())
+    llvm::errs() << "glm5c: error: " << status.message() << "\n";
+  return 1;
 }
 
 int cmdExplain(int argc, char **argv) {
@@ -131,50 +83,13 @@ int cmdExplain(int argc, char **argv) {
   if (act != "bf16" && act != "f32")
     return usage("explain: --activation-dtype takes bf16 or f32");
   mlir::MLIRContext context;
-  installDiagnosticPrinter(context);
-  auto module = importModel(context, input, /*pipeline=*/true);
-  if (!module)
-    return 1;
-  {
-    // As compile does for GPU targets: one op per kernel.
-    mlir::PassManager pm(&context);
-    pm.addPass(glm5c::glm::createGlmLowerSwiGLU());
-    if (mlir::failed(pm.run(*module)))
-      return 1;
-  }
-  llvm::outs() << "target: tiles " << tiles->name << " (" << tiles->gpu << ", "
-               << tiles->smCount << " SMs, " << tiles->maxSharedPerBlock
-               << " B shared memory per block), code " << code->name
-               << (tiles != code ? " (emulation)" : "") << ", activations " << act << "\n";
-  bool allOk = true;
-  for (const char *fn : {"prefill", "decode"}) {
-    auto func = module->lookupSymbol<mlir::func::FuncOp>(fn);
-    llvm::outs() << fn << ":\n";
-    llvm::SmallVector<std::string> seen;
-    func.walk([&](mlir::Operation *op) {
-      if (!op->getDialect() || op->getDialect()->getNamespace() != "glm")
-        return;
-      std::string name = op->getName().getStringRef().str();
-      if (llvm::is_contained(seen, name))
-        return;
-      seen.push_back(name);
-      KernelChoice c = selectKernel(glm5c::kernelQueryFor(op, act == "f32"), *tiles);
-      allOk &= c.ok;
-      llvm::outs() << "  " << name << ": ";
-      if (c.ok) {
-        llvm::outs() << c.variant << " (" << c.threads << " threads, " << c.dynamicSmem
-                     << " B dynamic shared memory)\n";
-        for (const KernelPart &part : c.extra)
-          llvm::outs() << "      + " << part.variant << " (" << part.threads << " threads, "
-                       << part.dynamicSmem << " B dynamic shared memory)\n";
-      }
-      else
-        llvm::outs() << "no variant\n";
-      for (const Rejection &r : c.rejected)
-        llvm::outs() << "      rejected " << r.candidate << ": " << r.reason << "\n";
-    });
-  }
-  return allOk ? 0 : 1;
+  glm5c::installDiagnosticPrinter(context);
+  bool allChosen = false;
+  glm5rt::Status status = glm5c::explainModel(context, input, target, runOn, act == "f32",
+                                              llvm::outs(), &allChosen);
+  if (!status.isOk())
+    return fail(status);
+  return allChosen ? 0 : 1;
 }
 
 int cmdCompile(int argc, char **argv) {
@@ -220,55 +135,18 @@ int cmdCompile(int argc, char **argv) {
     return usage("compile: --attention takes sparse or dense");
   if (pageSize <= 0 || pageSize > 4096 || (pageSize & (pageSize - 1)))
     return usage("compile: --page-size takes a power of two in 1..4096");
-  auto file = glm5rt::gguf::GgufFile::open(input);
-  if (!file.isOk()) {
-    llvm::errs() << "glm5c: error: " << file.status().message() << "\n";
-    return 1;
-  }
-  mlir::MLIRContext context;
-  installDiagnosticPrinter(context);
-  auto module = importModel(context, input, /*pipeline=*/true);
-  if (!module)
-    return 1;
-  if (attention == "dense") {
-    auto ctxLen = (*file)->getU64("glm-dsa.context_length");
-    if (!ctxLen.isOk()) {
-      llvm::errs() << "glm5c: error: " << ctxLen.status().message() << "\n";
-      return 1;
-    }
-    mlir::PassManager pm(&context);
-    glm5c::glm::GlmDenseAttentionOptions o;
-    o.context = static_cast<int64_t>(*ctxLen);
-    pm.addPass(glm5c::glm::createGlmDenseAttention(o));
-    if (mlir::failed(pm.run(*module)))
-      return 1;
-  }
-  if (target != "host") {
-    const Target *t = findTarget(target);
-    (*module)->setAttr("glm.target",
-                       glm5c::glm::TargetAttr::get(&context, t->name,
-                                                   runOn.empty() ? t->name : runOn, t->smCount,
-                                                   t->maxSharedPerBlock));
-    mlir::PassManager pm(&context);
-    pm.addPass(glm5c::glm::createGlmLowerSwiGLU());
-    glm5c::GlmSpecializeKernelsOptions o;
-    o.actF32 = act == "f32";
-    pm.addPass(glm5c::createGlmSpecializeKernels(o));
-    if (mlir::failed(pm.run(*module)))
-      return 1;
-  }
-  glm5c::PlanOptions options;
-  options.tiles = target;
-  options.codeArch = runOn;
+  glm5c::CompileOptions options;
+  options.target = target;
+  options.runOn = runOn;
   options.actF32 = act == "f32";
   options.denseAttention = attention == "dense";
   options.pageSize = pageSize;
   options.cacheDir = NvrtcCompiler::defaultCacheDir();
-  auto bytes = glm5c::emitPlan(*module, **file, llvm::sys::path::filename(input).str(), options);
-  if (!bytes.isOk()) {
-    llvm::errs() << "glm5c: error: " << bytes.status().message() << "\n";
-    return 1;
-  }
+  mlir::MLIRContext context;
+  glm5c::installDiagnosticPrinter(context);
+  auto bytes = glm5c::compileModel(context, input, options);
+  if (!bytes.isOk())
+    return fail(bytes.status());
   std::error_code ec;
   llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_None);
   if (ec) {
@@ -298,73 +176,7 @@ int cmdInspect(int argc, char **argv) {
     llvm::errs() << "glm5c: error: " << loaded.status().message() << "\n";
     return 1;
   }
-  const glm5::plan::Plan &p = (*loaded)->plan();
-  auto &os = llvm::outs();
-  os << "plan: format " << p.format_version() << ", from " << p.gguf_name()->str()
-     << " (header fingerprint " << p.gguf_fingerprint()->str() << ")\n";
-  os << "target: tiles " << p.target()->tiles()->str() << ", code "
-     << (p.target()->code_arch() ? p.target()->code_arch()->str() : "") << ", "
-     << p.target()->sm_count() << " SMs, " << p.target()->max_shared_per_block()
-     << " B shared memory per block\n";
-  os << "activations: " << glm5::plan::EnumNameDType(p.activation_dtype()) << ", attention "
-     << glm5::plan::EnumNameAttentionMode(p.attention()) << "\n";
-  const auto *c = p.config();
-  os << "config: hidden " << c->hidden() << ", layers " << c->layers() << " (" << c->dense_layers()
-     << " dense), heads " << c->heads() << ", kv_lora " << c->kv_lora() << ", nope " << c->nope()
-     << ", rope " << c->rope() << ", v " << c->v() << ", experts " << c->experts() << " top-"
-     << c->experts_used() << ", indexer " << c->indexer_heads() << " x " << c->indexer_dim()
-     << " top-k " << c->index_topk() << ", vocab " << c->vocab() << "\n";
-  os << "kv cache: " << p.kv()->layers() << " layers x (latent " << p.kv()->latent() << " + rope "
-     << p.kv()->rope() << " + index key " << p.kv()->index_dim() << "), page size "
-     << p.kv()->page_size() << ", " << glm5::plan::EnumNameDType(p.kv()->dtype()) << "\n";
-  uint64_t wbytes = 0;
-  for (const auto *w : *p.weights())
-    wbytes += w->bytes();
-  os << "weights: " << p.weights()->size() << " tensors, " << wbytes << " bytes\n";
-  os << "kernels: " << (p.kernels() ? p.kernels()->size() : 0) << "\n";
-  if (p.kernels())
-    for (const auto *k : *p.kernels()) {
-      os << "  " << k->variant()->str() << ": " << k->threads() << " threads, "
-         << k->static_smem() << " B static + " << k->dynamic_smem()
-         << " B dynamic shared memory, " << k->spill_bytes() << " B spills, ptx "
-         << (k->ptx() ? k->ptx()->size() : 0) << " B, cubin "
-         << (k->cubin() ? k->cubin()->size() : 0) << " B, entries";
-      for (const auto *e : *k->entries())
-        os << " " << e->str();
-      os << "\n";
-    }
-  os << "buffers: " << p.buffers()->size() << "\n";
-  for (const auto *e : *p.entries()) {
-    os << "entry " << e->name()->str() << ": " << e->steps()->size() << " steps, max tokens "
-       << e->max_tokens() << ", arena " << e->arena_bytes_per_token() << " B per token, output buffer "
-       << e->output() << "\n";
-    if (!steps)
-      continue;
-    for (const auto *s : *e->steps()) {
-      os << "  " << glm5rt::plan::opKindName(s->op()) << " " << s->name()->str();
-      if (s->layer() >= 0)
-        os << " layer " << s->layer();
-      if (s->kernel() >= 0)
-        os << " kernel " << p.kernels()->Get(s->kernel())->variant()->str();
-      if (s->extra_kernels())
-        for (int32_t k : *s->extra_kernels())
-          os << " + " << p.kernels()->Get(k)->variant()->str();
-      os << " in";
-      for (int32_t i : *s->inputs())
-        os << " " << i;
-      os << " out";
-      for (int32_t i : *s->outputs())
-        os << " " << i;
-      for (const auto *a : *s->attrs()) {
-        os << " " << a->key()->str() << "=";
-        if (a->is_float())
-          os << a->f();
-        else
-          os << a->i();
-      }
-      os << "\n";
-    }
-  }
+  llvm::outs() << glm5rt::plan::describePlan((*loaded)->plan(), steps);
   return 0;
 }
 
@@ -391,10 +203,12 @@ int cmdImport(int argc, char **argv) {
 
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
-  installDiagnosticPrinter(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, input, /*pipeline=*/false);
+  glm5c::installDiagnosticPrinter(context);
+  glm5rt::Status error;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      glm5c::importModel(context, input, /*pipeline=*/false, &error);
   if (!module)
-    return 1;
+    return fail(error);
   auto imported = std::chrono::steady_clock::now();
   if (pipeline) {
     mlir::PassManager pm(&context);
