@@ -1,6 +1,7 @@
 // Host execution of plan steps (see Backend.h). Each step's semantics come from its kind and
 // attributes (docs/plan.md); shapes from its buffers.
 #include "runtime/host/Backend.h"
+#include "runtime/kv/PagedKv.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -44,6 +45,17 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   if (capacity <= 0 || capacity > (1 << 24))
     return makeStatus(StatusCode::kInvalidArgument, "context capacity %" PRId64
                       " must be in 1..16777216", capacity);
+  // The host cache is f32 in host memory and position-indexed: before allocating it, check that
+  // it fits what the OS can give (and the model's context), so the error says how many tokens
+  // would fit instead of the allocation failing.
+  auto geometry = kv::geometryOf(*p.kv());
+  if (!geometry.isOk())
+    return geometry.status();
+  geometry->dtypeBytes = 4;
+  auto fits = kv::planCapacity(*geometry, /*seqs=*/1, capacity, p.config()->context_length(),
+                               kv::availableHostBytes());
+  if (!fits.isOk())
+    return fits.status();
   auto cache = KVCache::create(p.kv()->layers(), capacity, p.kv()->latent(), p.kv()->rope(),
                                p.kv()->index_dim());
   if (!cache.isOk())
