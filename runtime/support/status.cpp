@@ -15,6 +15,7 @@ const char *statusCodeName(StatusCode code) {
   case StatusCode::kIoError: return "io-error";
   case StatusCode::kResourceExhausted: return "resource-exhausted";
   case StatusCode::kInternal: return "internal";
+  case StatusCode::kFailedPrecondition: return "failed-precondition";
   }
   return "unknown";
 }

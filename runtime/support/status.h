@@ -21,6 +21,7 @@ enum class StatusCode {
   kIoError,         // the OS refused (open, mmap, write)
   kResourceExhausted,
   kInternal,
+  kFailedPrecondition, // valid input this machine cannot run (a plan for another GPU arch, ...)
 };
 
 const char *statusCodeName(StatusCode code);
