@@ -6,13 +6,17 @@
 #include "runtime/gguf/gguf_writer.h"
 #include "runtime/gguf/quant.h"
 #include "runtime/support/parallel.h"
+#include "runtime/support/progress.h"
 #include "tools/glm5-gguf/bpe_train.h"
 #include "tools/glm5-gguf/fixture_text.h"
 #include "tools/glm5-gguf/prng.h"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
 #include <cinttypes>
+#include <cmath>
+#include <memory>
 
 namespace glm5c::fixture {
 
@@ -157,6 +161,9 @@ GgmlType tensorType(const ExpectedTensor &t, QuantMix mix) {
 
 namespace {
 
+// Fixtures this large get a progress line while their data are written.
+constexpr uint64_t kProgressBytes = 256u << 20;
+
 // Standard deviation (or range) of a tensor's initial values, by role.
 struct Init {
   enum Kind { Normal, UniformAroundOne } kind;
@@ -270,6 +277,11 @@ Status makeFixture(const MakeOptions &opt, void (*log)(const std::string &)) {
     for (uint64_t r = 0; r < rows; r += step)
       jobs.push_back({i, r, std::min(step, rows - r)});
   }
+  // Files of 256 MB and more take seconds to minutes: show bytes, rate and ETA on stderr.
+  std::unique_ptr<glm5rt::Progress> progress;
+  if (totalBytes >= kProgressBytes)
+    progress = std::make_unique<glm5rt::Progress>(opt.output + ": writing", totalBytes, stderr,
+                                                  isatty(fileno(stderr)) != 0);
   GLM5_RETURN_IF_ERROR(glm5rt::parallelFor(jobs.size(), opt.threads, [&](size_t j) -> Status {
     std::vector<float> &buf = scratch();
     const Job &job = jobs[j];
@@ -285,10 +297,15 @@ Status makeFixture(const MakeOptions &opt, void (*log)(const std::string &)) {
                                  : 1.0 - init.scale + 2.0 * init.scale * rng.uniform());
     const uint64_t rowBytes = *ggmlRowBytes(types[job.tensor], rowElems);
     uint8_t *dst = w.tensorData(job.tensor) + job.firstRow * rowBytes;
-    return quantizeRow(types[job.tensor], buf.data(), rowElems * job.rows, dst,
-                       rowBytes * job.rows)
-        .withContext(t.name);
+    Status status = quantizeRow(types[job.tensor], buf.data(), rowElems * job.rows, dst,
+                                rowBytes * job.rows)
+                        .withContext(t.name);
+    if (progress)
+      progress->advance(rowBytes * job.rows);
+    return status;
   }));
+  if (progress)
+    progress->finish();
   return w.finish();
 }
 
