@@ -66,9 +66,9 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
 
 // One problem instance on the device: inputs, partial buffers, outputs.
 struct Problem {
-  int B, H, ctx, splits;
-  std::vector<uint16_t> q, kv;
-  std::vector<int32_t> idx;
+  int B = 0, H = 0, ctx = 0, splits = 0;
+  std::vector<uint16_t> q = {}, kv = {};
+  std::vector<int32_t> idx = {};
   cu::DevicePtr dq = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
 };
 

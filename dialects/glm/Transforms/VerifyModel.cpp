@@ -85,7 +85,8 @@ struct Checker {
     double attnScale = 1.0 / std::sqrt(static_cast<double>(c.getNope() + c.getRope()));
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](RopeOp r) {
-          if (r.getDim() != c.getRope() || !sameFloat(r.getTheta(), c.getRopeTheta().getValueAsDouble()))
+          if (static_cast<int64_t>(r.getDim()) != c.getRope() ||
+              !sameFloat(r.getTheta(), c.getRopeTheta().getValueAsDouble()))
             fail(op) << "rotates " << r.getDim() << " dims with theta "
                      << r.getTheta().convertToDouble() << ", the model " << c.getRope()
                      << " with theta " << c.getRopeTheta().getValueAsDouble();
