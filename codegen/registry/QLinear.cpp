@@ -49,7 +49,7 @@ std::string supportedList() {
   return s;
 }
 
-constexpr int kStep = 256; // GLM_MV_STEP
+constexpr int kStep = glm5rt::launch::kQLinearKStep; // GLM_MV_STEP
 // mma decode CTA: 4 warps x 16 rows for 1-2 tokens; 8 warps for more, which halves the x staging
 // per weight row (measured on the H200: Q4_K lm_head at T = 8 went from 729 to 340 us).
 int mmaWarps(int tokens) { return tokens > 2 ? 8 : 4; }
@@ -255,35 +255,23 @@ glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type,
   return cfg;
 }
 
+glm5rt::launch::QLinearParams qlinearLaunchParams(const QLinearConfig &cfg) {
+  glm5rt::launch::QLinearParams p;
+  p.kind = cfg.kind == QLinearKind::kDecode    ? glm5rt::launch::QLinearKind::kDecode
+           : cfg.kind == QLinearKind::kPrefill ? glm5rt::launch::QLinearKind::kPrefill
+                                               : glm5rt::launch::QLinearKind::kEmbed;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.tokens = cfg.tokens;
+  p.rowsPerCta = cfg.rowsPerCta;
+  p.tileM = cfg.tileM;
+  p.tileN = cfg.tileN;
+  return p;
+}
+
 QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
                             int64_t K) {
-  QLinearLaunch l;
-  l.threads = static_cast<unsigned>(cfg.threads);
-  l.smem = static_cast<unsigned>(cfg.dynamicSmem);
-  if (cfg.kind == QLinearKind::kEmbed) {
-    l.gridX = static_cast<unsigned>(T);
-    return l;
-  }
-  if (cfg.kind == QLinearKind::kPrefill) {
-    l.gridX = static_cast<unsigned>((N + cfg.tileN - 1) / cfg.tileN);
-    l.gridY = static_cast<unsigned>((T + cfg.tileM - 1) / cfg.tileM);
-    return l;
-  }
-  const int64_t tiles = (N + cfg.rowsPerCta - 1) / cfg.rowsPerCta;
-  const int64_t kSteps = (K + kStep - 1) / kStep;
-  const int64_t want = (2 * int64_t(device.smCount) + tiles - 1) / tiles; // ~2 waves
-  int64_t splits = std::clamp<int64_t>(want, 1, kSteps);
-  const int64_t perSplit = (kSteps + splits - 1) / splits * kStep;
-  splits = (K + perSplit - 1) / perSplit;
-  l.gridX = static_cast<unsigned>(tiles);
-  l.gridY = static_cast<unsigned>(splits);
-  l.splits = static_cast<int>(splits);
-  l.kPerSplit = static_cast<int>(perSplit);
-  if (splits > 1) {
-    l.workspaceBytes = splits * int64_t(cfg.tokens) * N * 4;
-    l.counters = tiles;
-  }
-  return l;
+  return glm5rt::launch::qlinearGrid(qlinearLaunchParams(cfg), device.smCount, T, N, K);
 }
 
 std::string qlinearSource(const QLinearConfig &cfg) {

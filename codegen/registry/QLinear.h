@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/QLinear.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -31,14 +32,8 @@ struct QLinearConfig {
   int64_t dynamicSmem = 0;             // bytes; equals the template's GLM_SMEM_BYTES
 };
 
-// Where a config launches for one problem.
-struct QLinearLaunch {
-  unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
-  int kPerSplit = 0;          // decode: K elements per split (a multiple of 256)
-  int splits = 1;             // decode: gridY
-  int64_t workspaceBytes = 0; // decode, splits > 1: fp32 partials [splits, T, N]
-  int64_t counters = 0;       // decode, splits > 1: uint32 counters, zeroed once before first use
-};
+// Where a config launches for one problem: the runtime's definition (runtime/launch).
+using QLinearLaunch = glm5rt::launch::QLinearGrid;
 
 // True for the weight types the family handles: F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
 bool qlinearSupportsType(uint32_t type);
@@ -57,8 +52,12 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
                                              bool actF32 = false);
 
+// The launch parameters the plan records for `cfg` (Kernel.params).
+glm5rt::launch::QLinearParams qlinearLaunchParams(const QLinearConfig &cfg);
+
 // Grid, split of K and workspace for T tokens (decode: cfg.tokens) on `device` (its SM count
-// sizes the split: enough CTAs for ~2 waves). Embedding: gridX = T.
+// sizes the split: enough CTAs for ~2 waves). Embedding: gridX = T. Forwards to
+// glm5rt::launch::qlinearGrid.
 QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
                             int64_t K);
 

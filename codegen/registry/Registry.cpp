@@ -178,13 +178,16 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
 // take the matrix-vector kernel, prefill the tiled one; the embedding gathers rows.
 KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
   uint32_t type = q.weightTypes.empty() ? 0 : q.weightTypes[0];
-  if (q.op == "glm.embed")
-    return fromConfig("qlinear", selectQEmbed(tiles, type, dim(q, "width", 0), q.actF32),
-                      qlinearSource, {"qlinear_embed"});
-  int tokens = q.decode ? 1 : 16;
-  auto cfg = selectQLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0), tokens, q.actF32);
+  const bool embed = q.op == "glm.embed";
+  const int tokens = q.decode ? 1 : 16;
+  auto cfg = embed ? selectQEmbed(tiles, type, dim(q, "width", 0), q.actF32)
+                   : selectQLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0), tokens,
+                                   q.actF32);
   std::string entry = cfg.isOk() ? cfg->entry : "qlinear";
-  return fromConfig("qlinear", cfg, qlinearSource, {entry});
+  KernelChoice c = fromConfig("qlinear", cfg, qlinearSource, {entry});
+  if (cfg.isOk())
+    c.params = glm5rt::launch::qlinearParamList(qlinearLaunchParams(*cfg));
+  return c;
 }
 
 // The router: projection and gate in one kernel. The routed experts: moe.cuh's grouping and

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace glm5c::codegen {
@@ -34,6 +35,7 @@ struct KernelPart {
   std::vector<std::string> entries;
   int threads = 0;
   int64_t dynamicSmem = 0;
+  std::vector<std::pair<std::string, int64_t>> params = {}; // launch parameters (runtime/launch)
 };
 
 struct KernelChoice {
@@ -46,6 +48,9 @@ struct KernelChoice {
   std::vector<std::string> entries;
   std::vector<Rejection> rejected; // why each other candidate was not taken (all when !ok)
   std::vector<KernelPart> extra;   // ops of several kernels (routed experts: group, gate/up, down)
+  // Launch parameters the plan records for the runtime (Kernel.params; runtime/launch). Only
+  // the families whose launch geometry lives in runtime/launch fill them (qlinear so far).
+  std::vector<std::pair<std::string, int64_t>> params;
 };
 
 // Every op kind the registry knows, with whether a family implements it yet.

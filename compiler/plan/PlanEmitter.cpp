@@ -247,6 +247,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
             kc.entries = part.entries;
             kc.threads = part.threads;
             kc.dynamicSmem = part.dynamicSmem;
+            kc.params = part.params;
             step.extraKernels.push_back(idOf(kc));
           }
         } else if (auto bl = dyn_cast<BoolAttr>(v)) {
@@ -317,10 +318,14 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
       std::vector<fb::Offset<fb::String>> names;
       for (const std::string &e : kernelChoices[i].entries)
         names.push_back(b.CreateString(e));
+      std::vector<fb::Offset<pl::Attr>> params;
+      for (const auto &[key, value] : kernelChoices[i].params)
+        params.push_back(pl::CreateAttr(b, b.CreateString(key), value));
       kernels.push_back(pl::CreateKernel(
           b, b.CreateString(kernelChoices[i].variant), b.CreateVector(names), b.CreateString(k.ptx),
           b.CreateVector(k.cubin), kernelChoices[i].threads, staticSmem,
-          static_cast<int>(kernelChoices[i].dynamicSmem), spills));
+          static_cast<int>(kernelChoices[i].dynamicSmem), spills,
+          params.empty() ? 0 : b.CreateVector(params)));
     }
   }
 

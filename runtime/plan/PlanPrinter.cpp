@@ -43,6 +43,11 @@ std::string describePlan(const pl::Plan &p, bool steps) {
                      k->cubin() ? k->cubin()->size() : 0u);
       for (const auto *e : *k->entries())
         s += " " + e->str();
+      if (k->params()) {
+        s += ", params";
+        for (const auto *a : *k->params())
+          s += strFormat(" %s=%lld", str(a->key()).c_str(), static_cast<long long>(a->i()));
+      }
       s += "\n";
     }
   s += strFormat("buffers: %u\n", p.buffers()->size());

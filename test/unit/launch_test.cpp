@@ -1,0 +1,113 @@
+// Launch geometry from the plan's kernel params (runtime/launch): the params round-trip through
+// a plan kernel, the grid formulas give the expected numbers, and malformed params are refused
+// naming the key.
+#include "runtime/launch/QLinear.h"
+
+#include <gtest/gtest.h>
+
+#include <flatbuffers/flatbuffers.h>
+
+namespace glm5rt::launch {
+namespace {
+
+namespace pl = glm5::plan;
+
+// A plan kernel carrying `params` (what glm5c's plan emitter writes).
+struct FakeKernel {
+  flatbuffers::FlatBufferBuilder b;
+  const pl::Kernel *kernel = nullptr;
+  explicit FakeKernel(const std::vector<std::pair<std::string, int64_t>> &params,
+                      bool floatValue = false) {
+    std::vector<flatbuffers::Offset<pl::Attr>> attrs;
+    for (const auto &[k, v] : params)
+      attrs.push_back(pl::CreateAttr(b, b.CreateString(k), v, 0.0, 0, floatValue));
+    b.Finish(pl::CreateKernel(b, b.CreateString("qlinear_test"), 0, 0, 0, 256, 16, 9216, 0,
+                              b.CreateVector(attrs)));
+    kernel = flatbuffers::GetRoot<pl::Kernel>(b.GetBufferPointer());
+  }
+};
+
+TEST(Launch, QLinearParamsRoundTrip) {
+  QLinearParams decode;
+  decode.kind = QLinearKind::kDecode;
+  decode.tokens = 2;
+  decode.rowsPerCta = 32;
+  QLinearParams prefill;
+  prefill.kind = QLinearKind::kPrefill;
+  prefill.tileM = 64;
+  prefill.tileN = 128;
+  for (const QLinearParams &p : {decode, prefill}) {
+    FakeKernel k(qlinearParamList(p));
+    auto back = qlinearParamsOf(*k.kernel);
+    ASSERT_TRUE(back.isOk()) << back.status().message();
+    EXPECT_EQ(back->kind, p.kind);
+    EXPECT_EQ(back->tokens, p.tokens);
+    EXPECT_EQ(back->rowsPerCta, p.rowsPerCta);
+    EXPECT_EQ(back->tileM, p.tileM);
+    EXPECT_EQ(back->tileN, p.tileN);
+    EXPECT_EQ(back->threads, 256); // from the kernel itself
+    EXPECT_EQ(back->dynamicSmem, 9216);
+  }
+}
+
+TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
+  QLinearParams p;
+  p.kind = QLinearKind::kDecode;
+  p.threads = 256;
+  p.tokens = 1;
+  p.rowsPerCta = 32;
+  // N = 512 rows make 16 CTAs; 188 SMs want ~2 waves: K = 6144 (24 steps) splits 24 ways.
+  QLinearGrid g = qlinearGrid(p, 188, 1, 512, 6144);
+  EXPECT_EQ(g.gridX, 16u);
+  EXPECT_EQ(g.gridY, 24u);
+  EXPECT_EQ(g.splits, 24);
+  EXPECT_EQ(g.kPerSplit, 256);
+  EXPECT_EQ(g.workspaceBytes, 24 * 1 * 512 * 4);
+  EXPECT_EQ(g.counters, 16);
+  // The output head (N = 154880) fills the GPU without a split.
+  QLinearGrid head = qlinearGrid(p, 188, 1, 154880, 6144);
+  EXPECT_EQ(head.gridX, 4840u);
+  EXPECT_EQ(head.splits, 1);
+  EXPECT_EQ(head.workspaceBytes, 0);
+  // A K that is not a whole number of steps: the last split is shorter, none is empty.
+  QLinearGrid odd = qlinearGrid(p, 132, 1, 2048, 1000);
+  EXPECT_EQ(odd.kPerSplit % kQLinearKStep, 0);
+  EXPECT_GT(1000, (odd.splits - 1) * odd.kPerSplit);
+}
+
+TEST(Launch, QLinearPrefillAndEmbedGrids) {
+  QLinearParams p;
+  p.kind = QLinearKind::kPrefill;
+  p.tileM = 64;
+  p.tileN = 128;
+  QLinearGrid g = qlinearGrid(p, 188, 100, 1000, 6144);
+  EXPECT_EQ(g.gridX, 8u); // ceil(1000 / 128)
+  EXPECT_EQ(g.gridY, 2u); // ceil(100 / 64)
+  p.kind = QLinearKind::kEmbed;
+  EXPECT_EQ(qlinearGrid(p, 188, 37, 0, 6144).gridX, 37u);
+}
+
+TEST(Launch, QLinearMalformedParams) {
+  struct Case {
+    std::vector<std::pair<std::string, int64_t>> params;
+    bool floatValue;
+    const char *needle;
+  } cases[] = {
+      {{}, false, "params.kind is missing"},
+      {{{"kind", 3}}, false, "params.kind is outside [0, 2]"},
+      {{{"kind", 0}, {"tokens", 1}}, false, "params.rows_per_cta is missing"},
+      {{{"kind", 0}, {"tokens", 0}, {"rows_per_cta", 32}}, false, "params.tokens is outside"},
+      {{{"kind", 1}, {"tile_m", 64}}, false, "params.tile_n is missing"},
+      {{{"kind", 2}}, true, "params.kind is outside"},
+  };
+  for (const Case &c : cases) {
+    FakeKernel k(c.params, c.floatValue);
+    auto p = qlinearParamsOf(*k.kernel);
+    ASSERT_FALSE(p.isOk()) << c.needle;
+    EXPECT_NE(p.status().message().find(c.needle), std::string::npos) << p.status().message();
+    EXPECT_NE(p.status().message().find("qlinear_test"), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace glm5rt::launch
