@@ -108,17 +108,19 @@ glm5rt::StatusOr<HeadLinearConfig> selectHeadLinear(const Target &tiles, uint32_
                     tiles.name, static_cast<long long>(a), rejected.c_str());
 }
 
+glm5rt::launch::HeadLinearParams headLinearLaunchParams(const HeadLinearConfig &cfg) {
+  glm5rt::launch::HeadLinearParams p;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.b = cfg.b;
+  p.heads = cfg.heads;
+  p.rowsPerCta = cfg.rowsPerCta;
+  p.tokensPerChunk = cfg.tokensPerChunk;
+  return p;
+}
+
 HeadLinearLaunch headLinearLaunch(const HeadLinearConfig &cfg, const Target &device, int64_t T) {
-  HeadLinearLaunch l;
-  l.threads = static_cast<unsigned>(cfg.threads);
-  l.smem = static_cast<unsigned>(cfg.dynamicSmem);
-  const int64_t gx = (cfg.b + cfg.rowsPerCta - 1) / cfg.rowsPerCta;
-  l.gridX = static_cast<unsigned>(gx);
-  l.gridY = static_cast<unsigned>(cfg.heads);
-  const int64_t chunks = (std::max<int64_t>(T, 0) + cfg.tokensPerChunk - 1) / cfg.tokensPerChunk;
-  const int64_t want = (16 * int64_t(device.smCount) + gx * cfg.heads - 1) / (gx * cfg.heads);
-  l.gridZ = static_cast<unsigned>(std::clamp<int64_t>(std::min(chunks, want), 1, 65535));
-  return l;
+  return glm5rt::launch::headLinearGrid(headLinearLaunchParams(cfg), device.smCount, T);
 }
 
 std::string headLinearSource(const HeadLinearConfig &cfg) {
@@ -152,16 +154,17 @@ std::string sliceSource(const SliceConfig &cfg) {
   return s;
 }
 
+glm5rt::launch::SliceParams sliceLaunchParams(const SliceConfig &cfg) {
+  glm5rt::launch::SliceParams p;
+  p.threads = cfg.threads;
+  p.actF32 = cfg.actF32;
+  return p;
+}
+
 SliceLaunch sliceLaunch(const SliceConfig &cfg, const Target &device, int64_t rows, int64_t widthIn,
                         int64_t widthOut, int64_t offset) {
-  SliceLaunch l;
-  l.threads = static_cast<unsigned>(cfg.threads);
-  const int64_t v = cfg.actF32 ? 4 : 8; // values per 16-byte vector
-  const bool vec = offset % v == 0 && widthIn % v == 0 && widthOut % v == 0;
-  const int64_t units = std::max<int64_t>(rows, 0) * (vec ? widthOut / v : widthOut);
-  const int64_t ctas = (units + cfg.threads - 1) / cfg.threads;
-  l.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, 1, 8 * int64_t(device.smCount)));
-  return l;
+  return glm5rt::launch::sliceGrid(sliceLaunchParams(cfg), device.smCount, rows, widthIn,
+                                   widthOut, offset);
 }
 
 } // namespace glm5c::codegen

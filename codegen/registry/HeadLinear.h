@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/HeadLinear.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -28,9 +29,8 @@ struct HeadLinearConfig {
   int64_t dynamicSmem = 0; // bytes; equals the template's GLM_HL_SMEM_BYTES
 };
 
-struct HeadLinearLaunch {
-  unsigned gridX = 1, gridY = 1, gridZ = 1, threads = 0, smem = 0;
-};
+// Launch geometry: the runtime's definition (runtime/launch/HeadLinear.h).
+using HeadLinearLaunch = glm5rt::launch::HeadLinearGrid;
 
 // Picks the head_linear instantiation for y[t, h] = W[h] x[t, h] (a -> b) with W {a, b, heads}
 // of ggml type `type`. The token count is a kernel argument (any T >= 0): T <= tokensPerChunk
@@ -52,6 +52,8 @@ int64_t headLinearSmem(int64_t a, int tokensPerChunk);
 // so the grid stays near 16 CTAs per SM (each CTA then loops over chunks z, z + gridZ, ...;
 // any z >= 1 is correct). T = 0 gives gridZ = 1 (the kernel writes nothing).
 HeadLinearLaunch headLinearLaunch(const HeadLinearConfig &cfg, const Target &device, int64_t T);
+// The launch parameters the plan records for `cfg` (Kernel.params).
+glm5rt::launch::HeadLinearParams headLinearLaunchParams(const HeadLinearConfig &cfg);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string headLinearSource(const HeadLinearConfig &cfg);
@@ -66,9 +68,7 @@ struct SliceConfig {
   int64_t dynamicSmem = 0;
 };
 
-struct SliceLaunch {
-  unsigned gridX = 1, threads = 0;
-};
+using SliceLaunch = glm5rt::launch::SliceGrid;
 
 // Kernel: slice_copy(const glm_act *x, glm_act *y, long long rows, int width_in, int width_out,
 // int offset): y[r, c] = x[r, offset + c], x rows width_in apart, y rows width_out apart;
@@ -80,5 +80,6 @@ std::string sliceSource(const SliceConfig &cfg);
 // 8 per SM (the kernel's grid-stride loop covers the rest); at least 1.
 SliceLaunch sliceLaunch(const SliceConfig &cfg, const Target &device, int64_t rows, int64_t widthIn,
                         int64_t widthOut, int64_t offset);
+glm5rt::launch::SliceParams sliceLaunchParams(const SliceConfig &cfg);
 
 } // namespace glm5c::codegen

@@ -96,10 +96,11 @@ void addRejections(KernelChoice &c, const glm5rt::Status &st, const std::string 
   }
 }
 
+// `params`, when given, records the config's launch parameters for the runtime (runtime/launch).
 template <typename Config>
 KernelChoice fromConfig(const char *family, const glm5rt::StatusOr<Config> &cfg,
-                        std::string (*source)(const Config &),
-                        std::vector<std::string> entries) {
+                        std::string (*source)(const Config &), std::vector<std::string> entries,
+                        glm5rt::launch::ParamList (*params)(const Config &) = nullptr) {
   KernelChoice c;
   c.family = family;
   if (!cfg.isOk()) {
@@ -112,6 +113,8 @@ KernelChoice fromConfig(const char *family, const glm5rt::StatusOr<Config> &cfg,
   c.dynamicSmem = cfg->dynamicSmem;
   c.source = source(*cfg);
   c.entries = std::move(entries);
+  if (params)
+    c.params = params(*cfg);
   return c;
 }
 
@@ -184,10 +187,9 @@ KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
                    : selectQLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0), tokens,
                                    q.actF32);
   std::string entry = cfg.isOk() ? cfg->entry : "qlinear";
-  KernelChoice c = fromConfig("qlinear", cfg, qlinearSource, {entry});
-  if (cfg.isOk())
-    c.params = glm5rt::launch::qlinearParamList(qlinearLaunchParams(*cfg));
-  return c;
+  return fromConfig("qlinear", cfg, qlinearSource, {entry}, +[](const QLinearConfig &c) {
+    return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
+  });
 }
 
 // The router: projection and gate in one kernel. The routed experts: moe.cuh's grouping and
@@ -234,7 +236,10 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
 // Per-head products (attn_k_b folded into q, attn_v_b on the latent output) and slices.
 KernelChoice headLinear(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.slice")
-    return fromConfig("slice", selectSlice(tiles, q.actF32), sliceSource, {"slice_copy"});
+    return fromConfig("slice", selectSlice(tiles, q.actF32), sliceSource, {"slice_copy"},
+                      +[](const SliceConfig &c) {
+                        return glm5rt::launch::sliceParamList(sliceLaunchParams(c));
+                      });
   if (dim(q, "transpose", 0))
     return [&] {
       KernelChoice c;
@@ -248,7 +253,9 @@ KernelChoice headLinear(const KernelQuery &q, const Target &tiles) {
                     selectHeadLinear(tiles, type, dim(q, "in", 0), dim(q, "out", 0),
                                      dim(q, "heads", 0), dim(q, "shared_input", 0) != 0,
                                      q.actF32),
-                    headLinearSource, {"head_linear"});
+                    headLinearSource, {"head_linear"}, +[](const HeadLinearConfig &c) {
+                      return glm5rt::launch::headLinearParamList(headLinearLaunchParams(c));
+                    });
 }
 
 } // namespace

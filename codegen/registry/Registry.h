@@ -49,7 +49,8 @@ struct KernelChoice {
   std::vector<Rejection> rejected; // why each other candidate was not taken (all when !ok)
   std::vector<KernelPart> extra;   // ops of several kernels (routed experts: group, gate/up, down)
   // Launch parameters the plan records for the runtime (Kernel.params; runtime/launch). Only
-  // the families whose launch geometry lives in runtime/launch fill them (qlinear so far).
+  // the families whose launch geometry lives in runtime/launch fill them (qlinear, head_linear,
+  // slice so far).
   std::vector<std::pair<std::string, int64_t>> params;
 };
 

@@ -35,8 +35,8 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
   return l;
 }
 
-std::vector<std::pair<std::string, int64_t>> qlinearParamList(const QLinearParams &p) {
-  std::vector<std::pair<std::string, int64_t>> l = {{"kind", static_cast<int64_t>(p.kind)}};
+ParamList qlinearParamList(const QLinearParams &p) {
+  ParamList l = {{"kind", static_cast<int64_t>(p.kind)}};
   if (p.kind == QLinearKind::kDecode) {
     l.push_back({"tokens", p.tokens});
     l.push_back({"rows_per_cta", p.rowsPerCta});
@@ -48,45 +48,21 @@ std::vector<std::pair<std::string, int64_t>> qlinearParamList(const QLinearParam
 }
 
 StatusOr<QLinearParams> qlinearParamsOf(const glm5::plan::Kernel &k) {
-  const std::string name = k.variant() ? k.variant()->str() : "?";
-  auto get = [&](const char *key, int64_t lo, int64_t hi) -> StatusOr<int64_t> {
-    if (k.params())
-      for (const glm5::plan::Attr *a : *k.params())
-        if (a->key() && a->key()->str() == key) {
-          if (a->is_float() || a->is_string() || a->i() < lo || a->i() > hi)
-            return makeStatus(StatusCode::kDataLoss,
-                              "plan kernel %s: params.%s is outside [%lld, %lld]", name.c_str(),
-                              key, static_cast<long long>(lo), static_cast<long long>(hi));
-          return a->i();
-        }
-    return makeStatus(StatusCode::kDataLoss, "plan kernel %s: params.%s is missing", name.c_str(),
-                      key);
-  };
   QLinearParams p;
   p.threads = k.threads();
   p.dynamicSmem = k.dynamic_smem();
-  auto kind = get("kind", 0, 2);
-  if (!kind.isOk())
-    return kind.status();
-  p.kind = static_cast<QLinearKind>(*kind);
+  GLM5_ASSIGN_OR_RETURN(int64_t kind, kernelParam(k, "kind", 0, 2));
+  p.kind = static_cast<QLinearKind>(kind);
   if (p.kind == QLinearKind::kDecode) {
-    auto tokens = get("tokens", 1, 64);
-    auto rows = get("rows_per_cta", 1, 1 << 16);
-    if (!tokens.isOk())
-      return tokens.status();
-    if (!rows.isOk())
-      return rows.status();
-    p.tokens = static_cast<int>(*tokens);
-    p.rowsPerCta = static_cast<int>(*rows);
+    GLM5_ASSIGN_OR_RETURN(int64_t tokens, kernelParam(k, "tokens", 1, 64));
+    GLM5_ASSIGN_OR_RETURN(int64_t rows, kernelParam(k, "rows_per_cta", 1, 1 << 16));
+    p.tokens = static_cast<int>(tokens);
+    p.rowsPerCta = static_cast<int>(rows);
   } else if (p.kind == QLinearKind::kPrefill) {
-    auto m = get("tile_m", 1, 1024);
-    auto n = get("tile_n", 1, 1024);
-    if (!m.isOk())
-      return m.status();
-    if (!n.isOk())
-      return n.status();
-    p.tileM = static_cast<int>(*m);
-    p.tileN = static_cast<int>(*n);
+    GLM5_ASSIGN_OR_RETURN(int64_t m, kernelParam(k, "tile_m", 1, 1024));
+    GLM5_ASSIGN_OR_RETURN(int64_t n, kernelParam(k, "tile_n", 1, 1024));
+    p.tileM = static_cast<int>(m);
+    p.tileN = static_cast<int>(n);
   }
   return p;
 }

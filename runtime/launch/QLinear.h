@@ -4,6 +4,7 @@
 // forwards here, so compile-time selection and run-time launch cannot disagree.
 #pragma once
 
+#include "runtime/launch/Params.h"
 #include "runtime/schema/plan_generated.h"
 #include "runtime/support/status.h"
 
@@ -43,7 +44,7 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
 
 // The plan's key/value form of `p` (what the compiler writes) and back (what the runtime reads;
 // a missing or out-of-range key is an error naming it).
-std::vector<std::pair<std::string, int64_t>> qlinearParamList(const QLinearParams &p);
+ParamList qlinearParamList(const QLinearParams &p);
 StatusOr<QLinearParams> qlinearParamsOf(const glm5::plan::Kernel &kernel);
 
 } // namespace glm5rt::launch

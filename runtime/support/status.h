@@ -82,3 +82,13 @@ private:
     if (!glm5_status_.isOk())                                                  \
       return glm5_status_;                                                     \
   } while (0)
+
+// `GLM5_ASSIGN_OR_RETURN(T x, statusOrExpr);` declares x from an ok StatusOr, or returns its
+// Status to the caller.
+#define GLM5_CONCAT_INNER_(a, b) a##b
+#define GLM5_CONCAT_(a, b) GLM5_CONCAT_INNER_(a, b)
+#define GLM5_ASSIGN_OR_RETURN(decl, expr)                                      \
+  auto GLM5_CONCAT_(glm5_or_, __LINE__) = (expr);                              \
+  if (!GLM5_CONCAT_(glm5_or_, __LINE__).isOk())                                \
+    return GLM5_CONCAT_(glm5_or_, __LINE__).status();                         \
+  decl = std::move(GLM5_CONCAT_(glm5_or_, __LINE__)).value()

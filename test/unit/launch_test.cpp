@@ -1,6 +1,7 @@
 // Launch geometry from the plan's kernel params (runtime/launch): the params round-trip through
 // a plan kernel, the grid formulas give the expected numbers, and malformed params are refused
 // naming the key.
+#include "runtime/launch/HeadLinear.h"
 #include "runtime/launch/QLinear.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +108,50 @@ TEST(Launch, QLinearMalformedParams) {
     EXPECT_NE(p.status().message().find(c.needle), std::string::npos) << p.status().message();
     EXPECT_NE(p.status().message().find("qlinear_test"), std::string::npos);
   }
+}
+
+TEST(Launch, HeadLinearGridAndParams) {
+  HeadLinearParams p;
+  p.threads = 256;
+  p.dynamicSmem = 4096;
+  p.b = 512; // attn_k_b folded into q: 192 -> 512 per head
+  p.heads = 64;
+  p.rowsPerCta = 64;
+  p.tokensPerChunk = 8;
+  FakeKernel k(headLinearParamList(p));
+  auto back = headLinearParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->b, 512);
+  EXPECT_EQ(back->heads, 64);
+  EXPECT_EQ(back->rowsPerCta, 64);
+  EXPECT_EQ(back->tokensPerChunk, 8);
+  // 8 x 64 CTAs per chunk; 188 SMs x 16 = 3008 CTAs allow 6 chunks in flight.
+  HeadLinearGrid g = headLinearGrid(p, 188, 1000);
+  EXPECT_EQ(g.gridX, 8u);
+  EXPECT_EQ(g.gridY, 64u);
+  EXPECT_EQ(g.gridZ, 6u);
+  EXPECT_EQ(headLinearGrid(p, 188, 1).gridZ, 1u);
+  EXPECT_EQ(headLinearGrid(p, 188, 0).gridZ, 1u); // no tokens: one (idle) chunk
+  FakeKernel bad({{"b", 512}, {"heads", 70000}, {"rows_per_cta", 64}, {"tokens_per_chunk", 8}});
+  auto rejected = headLinearParamsOf(*bad.kernel);
+  ASSERT_FALSE(rejected.isOk());
+  EXPECT_NE(rejected.status().message().find("params.heads is outside [1, 65535]"),
+            std::string::npos)
+      << rejected.status().message();
+}
+
+TEST(Launch, SliceGridVectorizesWhenAligned) {
+  SliceParams p;
+  p.threads = 256;
+  FakeKernel k(sliceParamList(p));
+  auto back = sliceParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_FALSE(back->actF32);
+  // bf16, 2048 rows of the 576-wide kv row, 512 latent values at offset 0: 64 vectors per row.
+  EXPECT_EQ(sliceGrid(p, 188, 2048, 576, 512, 0).gridX, 2048u * 64 / 256);
+  // An odd offset does not vectorize: one value per thread, capped at 8 CTAs per SM.
+  EXPECT_EQ(sliceGrid(p, 188, 2048, 576, 512, 3).gridX, 8u * 188);
+  EXPECT_EQ(sliceGrid(p, 188, 0, 576, 512, 0).gridX, 1u);
 }
 
 } // namespace
