@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint32_t kF32 = 0, kBF16 = 30;
 constexpr int64_t kStaticSmem = 16; // moe_router's flag (and alignment slack)
-constexpr int kRouterWarps = 8;
+constexpr int kRouterWarps = glm5rt::launch::kMoeRouterWarps;
 constexpr int64_t kMaxExperts = 4096; // moe_group's shared-memory counts
 // The templates' tiles (moe_experts.cuh): bf16 mma 64 x 128 x 64, f32 SIMT 64 x 64 x 32.
 constexpr int kTileM = 64;
@@ -78,24 +78,16 @@ glm5rt::StatusOr<MoeRouterConfig> selectMoeRouter(const Target &tiles, uint32_t 
   return cfg;
 }
 
+glm5rt::launch::MoeRouterParams moeRouterLaunchParams(const MoeRouterConfig &cfg) {
+  glm5rt::launch::MoeRouterParams p;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.experts = cfg.experts;
+  return p;
+}
+
 MoeRouterLaunch moeRouterLaunch(const MoeRouterConfig &cfg, const Target &device, int64_t T) {
-  MoeRouterLaunch l;
-  l.gridX = static_cast<unsigned>(T);
-  l.threads = static_cast<unsigned>(cfg.threads);
-  l.smem = static_cast<unsigned>(cfg.dynamicSmem);
-  l.logitsBytes = T * cfg.experts * 4;
-  if (T <= 0)
-    return l;
-  // ~2 waves, at least kRouterWarps experts per CTA; then no CTA without experts.
-  const int64_t maxSplits = (cfg.experts + kRouterWarps - 1) / kRouterWarps;
-  const int64_t want = (2 * int64_t(device.smCount) + T - 1) / T;
-  int64_t splits = std::clamp<int64_t>(want, 1, maxSplits);
-  const int64_t per = (cfg.experts + splits - 1) / splits;
-  splits = (cfg.experts + per - 1) / per;
-  l.splits = static_cast<int>(splits);
-  l.gridY = static_cast<unsigned>(splits);
-  l.counters = splits > 1 ? T : 0;
-  return l;
+  return glm5rt::launch::moeRouterGrid(moeRouterLaunchParams(cfg), device.smCount, T);
 }
 
 std::string moeRouterSource(const MoeRouterConfig &cfg) {
@@ -193,18 +185,23 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
   return out;
 }
 
+glm5rt::launch::MoeFfnParams moeFfnLaunchParams(const MoeFfnConfig &cfg) {
+  glm5rt::launch::MoeFfnParams p;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.gateUp = cfg.phase == MoeFfnPhase::kGateUp;
+  p.actF32 = cfg.actF32;
+  p.experts = cfg.experts;
+  p.topk = cfg.topk;
+  p.hidden = cfg.hidden;
+  p.ffn = cfg.ffn;
+  p.tileM = cfg.tileM;
+  p.outRows = cfg.outRows;
+  return p;
+}
+
 MoeFfnLaunch moeFfnLaunch(const MoeFfnConfig &cfg, int64_t T) {
-  MoeFfnLaunch l;
-  l.threads = static_cast<unsigned>(cfg.threads);
-  l.smem = static_cast<unsigned>(cfg.dynamicSmem);
-  l.pairs = std::max<int64_t>(T, 0) * cfg.topk;
-  l.hBytes = l.pairs * cfg.ffn * (cfg.actF32 ? 4 : 2);
-  const int64_t rows = cfg.phase == MoeFfnPhase::kGateUp ? cfg.ffn : cfg.hidden;
-  l.gridX = static_cast<unsigned>((rows + cfg.outRows - 1) / cfg.outRows);
-  // Tiles: sum over active experts of ceil(n_e / M) <= (P + A (M - 1)) / M.
-  const int64_t active = std::min(cfg.experts, l.pairs);
-  l.gridY = static_cast<unsigned>((l.pairs + active * (cfg.tileM - 1) + cfg.tileM - 1) / cfg.tileM);
-  return l;
+  return glm5rt::launch::moeFfnGrid(moeFfnLaunchParams(cfg), T);
 }
 
 std::string moeFfnSource(const MoeFfnConfig &cfg) {

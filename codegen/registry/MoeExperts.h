@@ -3,6 +3,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/Moe.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -23,14 +24,8 @@ struct MoeRouterConfig {
   int64_t dynamicSmem = 0; // (H + E) * 4: x as fp32, then the token's logits
 };
 
-// Where the router launches for T tokens: grid (T, splits); CTA (t, y) computes the logits of
-// ceil(E / splits) experts and the last CTA of token t runs the gate.
-struct MoeRouterLaunch {
-  unsigned gridX = 0, gridY = 1, threads = 0, smem = 0;
-  int splits = 1;
-  int64_t logitsBytes = 0; // fp32 [T, E], always written (the gate's input)
-  int64_t counters = 0;    // splits > 1: uint32 [T], zeroed once before the first launch
-};
+// Where the router launches for T tokens: the runtime's definition (runtime/launch/Moe.h).
+using MoeRouterLaunch = glm5rt::launch::MoeRouterGrid;
 
 // Picks the router for a weight {H, E} of `weightType` (F32 or BF16), top-k of E. On failure the
 // status names the limit that rejected it.
@@ -39,6 +34,8 @@ glm5rt::StatusOr<MoeRouterConfig> selectMoeRouter(const Target &tiles, uint32_t 
                                                   bool normalize = true, bool actF32 = false);
 // Splits sized for ~2 waves of `device`'s SMs (at least 8 experts per CTA, one per warp).
 MoeRouterLaunch moeRouterLaunch(const MoeRouterConfig &cfg, const Target &device, int64_t T);
+// The launch parameters the plan records (Kernel.params).
+glm5rt::launch::MoeRouterParams moeRouterLaunchParams(const MoeRouterConfig &cfg);
 std::string moeRouterSource(const MoeRouterConfig &cfg);
 
 enum class MoeFfnPhase { kGateUp, kDown };
@@ -69,14 +66,8 @@ struct MoeFfnConfigs {
   MoeFfnConfig gateUp, down;
 };
 
-// Grid of one phase for T tokens (T * k pairs): x over the phase's output rows, y over an upper
-// bound of the tile list, ceil((P + A (tileM - 1)) / tileM), P = T * k, A = min(E, P); CTAs past
-// the actual tile count return at once. T = 0 gives gridY = 0: skip the launch.
-struct MoeFfnLaunch {
-  unsigned gridX = 0, gridY = 0, threads = 0, smem = 0;
-  int64_t pairs = 0;
-  int64_t hBytes = 0; // the intermediate h [T * k, F] as glm_act
-};
+// Grid of one phase for T tokens: the runtime's definition (runtime/launch/Moe.h).
+using MoeFfnLaunch = glm5rt::launch::MoeFfnGrid;
 
 // Picks both phases for gate and up {H, F, E} of gateType / upType (equal) and down {F, H, E} of
 // downType (any supported type: e.g. Q4_K gate/up with Q6_K down). On failure the status lists
@@ -86,6 +77,7 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
                                                    int64_t experts, int64_t topk, int64_t hidden,
                                                    int64_t ffn, bool actF32 = false);
 MoeFfnLaunch moeFfnLaunch(const MoeFfnConfig &cfg, int64_t T);
+glm5rt::launch::MoeFfnParams moeFfnLaunchParams(const MoeFfnConfig &cfg);
 std::string moeFfnSource(const MoeFfnConfig &cfg);
 
 } // namespace glm5c::codegen

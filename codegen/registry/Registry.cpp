@@ -201,7 +201,9 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
     return fromConfig("moe_router",
                       selectMoeRouter(tiles, wtype, dim(q, "experts", 0), dim(q, "topk", 0),
                                       dim(q, "hidden", 0), dim(q, "normalize", 1) != 0, q.actF32),
-                      moeRouterSource, {"moe_router"});
+                      moeRouterSource, {"moe_router"}, +[](const MoeRouterConfig &c) {
+                        return glm5rt::launch::moeRouterParamList(moeRouterLaunchParams(c));
+                      });
   }
   // glm.moe_experts: attributes sort down, gate, up.
   KernelChoice c;
@@ -229,7 +231,8 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
   c.source = *routeSrc;
   c.entries = {"moe_group", "moe_combine"};
   for (const MoeFfnConfig *f : {&ffn->gateUp, &ffn->down})
-    c.extra.push_back({f->variant, moeFfnSource(*f), {f->entry}, f->threads, f->dynamicSmem});
+    c.extra.push_back({f->variant, moeFfnSource(*f), {f->entry}, f->threads, f->dynamicSmem,
+                       glm5rt::launch::moeFfnParamList(moeFfnLaunchParams(*f))});
   return c;
 }
 

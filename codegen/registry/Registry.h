@@ -50,7 +50,7 @@ struct KernelChoice {
   std::vector<KernelPart> extra;   // ops of several kernels (routed experts: group, gate/up, down)
   // Launch parameters the plan records for the runtime (Kernel.params; runtime/launch). Only
   // the families whose launch geometry lives in runtime/launch fill them (qlinear, head_linear,
-  // slice so far).
+  // slice, the MoE router and expert phases so far).
   std::vector<std::pair<std::string, int64_t>> params;
 };
 

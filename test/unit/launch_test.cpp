@@ -2,6 +2,7 @@
 // a plan kernel, the grid formulas give the expected numbers, and malformed params are refused
 // naming the key.
 #include "runtime/launch/HeadLinear.h"
+#include "runtime/launch/Moe.h"
 #include "runtime/launch/QLinear.h"
 
 #include <gtest/gtest.h>
@@ -152,6 +153,64 @@ TEST(Launch, SliceGridVectorizesWhenAligned) {
   // An odd offset does not vectorize: one value per thread, capped at 8 CTAs per SM.
   EXPECT_EQ(sliceGrid(p, 188, 2048, 576, 512, 3).gridX, 8u * 188);
   EXPECT_EQ(sliceGrid(p, 188, 0, 576, 512, 0).gridX, 1u);
+}
+
+TEST(Launch, MoeRouterSplitsExpertsOverCtas) {
+  MoeRouterParams p;
+  p.threads = 256;
+  p.dynamicSmem = (6144 + 256) * 4;
+  p.experts = 256;
+  FakeKernel k(moeRouterParamList(p));
+  auto back = moeRouterParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->experts, 256);
+  // One token on 188 SMs: as many splits as 8-expert groups allow (32).
+  MoeRouterGrid one = moeRouterGrid(p, 188, 1);
+  EXPECT_EQ(one.gridX, 1u);
+  EXPECT_EQ(one.splits, 32);
+  EXPECT_EQ(one.counters, 1);
+  EXPECT_EQ(one.logitsBytes, 256 * 4);
+  // 512 tokens already fill the GPU: no split, no counters.
+  MoeRouterGrid many = moeRouterGrid(p, 188, 512);
+  EXPECT_EQ(many.splits, 1);
+  EXPECT_EQ(many.counters, 0);
+  // 20 tokens want ceil(376 / 20) = 19 splits; 256 experts in groups of 14 make 19.
+  EXPECT_EQ(moeRouterGrid(p, 188, 20).splits, 19);
+}
+
+TEST(Launch, MoeFfnGridBoundsTheTileList) {
+  MoeFfnParams p;
+  p.threads = 256;
+  p.experts = 256;
+  p.topk = 8;
+  p.hidden = 6144;
+  p.ffn = 2048;
+  p.tileM = 64;
+  p.outRows = 64;
+  FakeKernel k(moeFfnParamList(p));
+  auto back = moeFfnParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_TRUE(back->gateUp);
+  EXPECT_EQ(back->ffn, 2048);
+  EXPECT_EQ(back->outRows, 64);
+  // One token: 8 pairs, 8 active experts, at most 8 tiles; gate/up spans F = 2048 rows.
+  MoeFfnGrid g = moeFfnGrid(p, 1);
+  EXPECT_EQ(g.pairs, 8);
+  EXPECT_EQ(g.gridX, 2048u / 64);
+  EXPECT_EQ(g.gridY, 8u);
+  EXPECT_EQ(g.hBytes, 8 * 2048 * 2);
+  // 1000 tokens: 8000 pairs over 256 experts, (8000 + 256 * 63 + 63) / 64 = 377 tiles at most.
+  EXPECT_EQ(moeFfnGrid(p, 1000).gridY, 377u);
+  // The down phase spans H; no tokens, no launch.
+  p.gateUp = false;
+  p.outRows = 128;
+  EXPECT_EQ(moeFfnGrid(p, 1).gridX, 6144u / 128);
+  EXPECT_EQ(moeFfnGrid(p, 0).gridY, 0u);
+  FakeKernel bad({{"phase", 0}, {"act_f32", 0}, {"experts", 16}, {"topk", 17}});
+  auto rejected = moeFfnParamsOf(*bad.kernel);
+  ASSERT_FALSE(rejected.isOk());
+  EXPECT_NE(rejected.status().message().find("params.topk is outside [1, 16]"), std::string::npos)
+      << rejected.status().message();
 }
 
 } // namespace

@@ -1,0 +1,60 @@
+// Launch geometry of codegen/kernels/moe_experts.cuh: the router (projection + gate in one
+// launch) and the two phases of the routed experts (gate/up, down), from the plan's kernel
+// params (see Params.h) and the token count. codegen/registry's moeRouterLaunch and
+// moeFfnLaunch forward here.
+#pragma once
+
+#include "runtime/launch/Params.h"
+
+#include <cstdint>
+
+namespace glm5rt::launch {
+
+// Experts one router warp scores; a router CTA has this many warps.
+inline constexpr int kMoeRouterWarps = 8;
+
+// Plan keys in brackets.
+struct MoeRouterParams {
+  int threads = 0;
+  int64_t dynamicSmem = 0;
+  int64_t experts = 0; // [experts]
+};
+
+// Grid (T, splits); CTA (t, y) computes the logits of ceil(E / splits) experts and the last CTA
+// of token t runs the gate.
+struct MoeRouterGrid {
+  unsigned gridX = 0, gridY = 1, threads = 0, smem = 0;
+  int splits = 1;
+  int64_t logitsBytes = 0; // fp32 [T, E], always written (the gate's input)
+  int64_t counters = 0;    // splits > 1: uint32 [T], zeroed once before the first launch
+};
+
+// Splits sized for ~2 waves of the device's SMs, at least kMoeRouterWarps experts per CTA.
+MoeRouterGrid moeRouterGrid(const MoeRouterParams &p, int smCount, int64_t T);
+ParamList moeRouterParamList(const MoeRouterParams &p);
+StatusOr<MoeRouterParams> moeRouterParamsOf(const glm5::plan::Kernel &kernel);
+
+struct MoeFfnParams {
+  int threads = 0;
+  int64_t dynamicSmem = 0;
+  bool gateUp = true;  // [phase] 0 gate/up, 1 down
+  bool actF32 = false; // [act_f32]
+  int64_t experts = 0, topk = 0, hidden = 0, ffn = 0; // [experts, topk, hidden, ffn]
+  int tileM = 0;   // [tile_m] expert-major positions per tile
+  int outRows = 0; // [out_rows] output rows per CTA (the grid's x unit)
+};
+
+// x over the phase's output rows, y over an upper bound of the tile list,
+// ceil((P + A (tileM - 1)) / tileM), P = T * k pairs, A = min(E, P); CTAs past the actual tile
+// count return at once. T = 0 gives gridY = 0: skip the launch.
+struct MoeFfnGrid {
+  unsigned gridX = 0, gridY = 0, threads = 0, smem = 0;
+  int64_t pairs = 0;
+  int64_t hBytes = 0; // the intermediate h [T * k, F] as activations
+};
+
+MoeFfnGrid moeFfnGrid(const MoeFfnParams &p, int64_t T);
+ParamList moeFfnParamList(const MoeFfnParams &p);
+StatusOr<MoeFfnParams> moeFfnParamsOf(const glm5::plan::Kernel &kernel);
+
+} // namespace glm5rt::launch
