@@ -116,8 +116,15 @@ std::string normSource(const NormConfig &cfg) {
   return s;
 }
 
+glm5rt::launch::NormParams normLaunchParams(const NormConfig &cfg) {
+  glm5rt::launch::NormParams p;
+  p.threads = cfg.threads;
+  p.rowsPerCta = cfg.rowsPerCta;
+  return p;
+}
+
 int64_t normGrid(const NormConfig &cfg, int64_t rows) {
-  return (rows + cfg.rowsPerCta - 1) / cfg.rowsPerCta;
+  return glm5rt::launch::normGrid(normLaunchParams(cfg), rows);
 }
 
 glm5rt::StatusOr<RopeConfig> selectRope(const Target &tiles, const RopeShape &s) {
@@ -215,8 +222,15 @@ std::string pointwiseSource(const PointwiseConfig &cfg) {
 }
 
 int64_t pointwiseGrid(const PointwiseConfig &cfg, const Target &tiles, int64_t n) {
-  const int64_t need = (n + cfg.threads - 1) / cfg.threads;
-  return std::clamp<int64_t>(need, 1, int64_t{8} * tiles.smCount);
+  return glm5rt::launch::pointwiseGrid(cfg.threads, tiles.smCount, n);
+}
+
+glm5rt::launch::CacheAppendParams cacheAppendLaunchParams(const CacheAppendConfig &cfg) {
+  glm5rt::launch::CacheAppendParams p;
+  p.threads = cfg.threads;
+  p.tokensPerCta = cfg.tokensPerCta;
+  p.page = cfg.shape.page;
+  return p;
 }
 
 } // namespace glm5c::codegen

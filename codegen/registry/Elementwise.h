@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/Elementwise.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -43,7 +44,8 @@ struct NormConfig {
 // per thread. On failure the status lists every candidate and why it was rejected.
 glm5rt::StatusOr<NormConfig> selectNorm(const Target &tiles, const NormShape &shape);
 std::string normSource(const NormConfig &cfg);
-int64_t normGrid(const NormConfig &cfg, int64_t rows);
+int64_t normGrid(const NormConfig &cfg, int64_t rows); // forwards to runtime/launch
+glm5rt::launch::NormParams normLaunchParams(const NormConfig &cfg);
 
 // ---- RoPE, in place -------------------------------------------------------------------------
 
@@ -97,6 +99,8 @@ struct CacheAppendConfig {
 glm5rt::StatusOr<CacheAppendConfig> selectCacheAppend(const Target &tiles,
                                                       const CacheAppendShape &shape);
 std::string cacheAppendSource(const CacheAppendConfig &cfg);
+// The launch parameters the plan records (Kernel.params); grid: glm5rt::launch::cacheAppendGrid.
+glm5rt::launch::CacheAppendParams cacheAppendLaunchParams(const CacheAppendConfig &cfg);
 
 // ---- Pointwise: swiglu_mul (y = silu(g) * u, separate g and u buffers) and add --------------
 
@@ -113,6 +117,6 @@ struct PointwiseConfig {
 glm5rt::StatusOr<PointwiseConfig> selectPointwise(const Target &tiles, bool actF32);
 std::string pointwiseSource(const PointwiseConfig &cfg);
 // Enough CTAs for n values, at most 8 per SM (grid-stride loops cover the rest); at least 1.
-int64_t pointwiseGrid(const PointwiseConfig &cfg, const Target &tiles, int64_t n);
+int64_t pointwiseGrid(const PointwiseConfig &cfg, const Target &tiles, int64_t n); // forwards
 
 } // namespace glm5c::codegen

@@ -131,7 +131,10 @@ KernelChoice elementwise(const KernelQuery &q, const Target &tiles) {
     shape.actF32 = q.actF32;
     auto cfg = selectNorm(tiles, shape);
     return fromConfig("norm", cfg, normSource,
-                      {shape.kind == NormKind::Rms ? "rms_norm" : "layer_norm"});
+                      {shape.kind == NormKind::Rms ? "rms_norm" : "layer_norm"},
+                      +[](const NormConfig &c) {
+                        return glm5rt::launch::normParamList(normLaunchParams(c));
+                      });
   }
   if (q.op == "glm.rope") {
     RopeShape shape;
@@ -152,7 +155,10 @@ KernelChoice elementwise(const KernelQuery &q, const Target &tiles) {
     shape.rotate = q.op == "glm.rope_cache_append";
     shape.actF32 = q.actF32;
     return fromConfig("cache_append", selectCacheAppend(tiles, shape), cacheAppendSource,
-                      {shape.rotate ? "rope_cache_append" : "cache_append"});
+                      {shape.rotate ? "rope_cache_append" : "cache_append"},
+                      +[](const CacheAppendConfig &c) {
+                        return glm5rt::launch::cacheAppendParamList(cacheAppendLaunchParams(c));
+                      });
   }
   // glm.add, glm.swiglu_mul
   return fromConfig("pointwise", selectPointwise(tiles, q.actF32), pointwiseSource,

@@ -50,7 +50,8 @@ struct KernelChoice {
   std::vector<KernelPart> extra;   // ops of several kernels (routed experts: group, gate/up, down)
   // Launch parameters the plan records for the runtime (Kernel.params; runtime/launch). Only
   // the families whose launch geometry lives in runtime/launch fill them (qlinear, head_linear,
-  // slice, the MoE router and expert phases so far).
+  // slice, the MoE router and expert phases, norms and cache append so far; rope and pointwise
+  // need none).
   std::vector<std::pair<std::string, int64_t>> params;
 };
 

@@ -317,7 +317,7 @@ GPU_TEST(elementwise_cache_append) {
         long long ldLat = L, ldRope = KV, ldIdx = IX, slots = numSlots;
         int pps = pagesPerSeq, nt = T;
         float theta = kTheta;
-        launch(ctx, fn, grid((T + cfg.tokensPerCta - 1) / cfg.tokensPerCta), cfg.threads, &dlat,
+        launch(ctx, fn, grid(glm5rt::launch::cacheAppendGrid(cacheAppendLaunchParams(cfg), T)), cfg.threads, &dlat,
                &ldLat, &drk, &ldRope, &dik, &ldIdx, &dpos, &dseq, &dtable, &pps, &dkv, &dix, &slots,
                &nt, &theta);
 

@@ -1,6 +1,7 @@
 // Launch geometry from the plan's kernel params (runtime/launch): the params round-trip through
 // a plan kernel, the grid formulas give the expected numbers, and malformed params are refused
 // naming the key.
+#include "runtime/launch/Elementwise.h"
 #include "runtime/launch/HeadLinear.h"
 #include "runtime/launch/Moe.h"
 #include "runtime/launch/QLinear.h"
@@ -211,6 +212,38 @@ TEST(Launch, MoeFfnGridBoundsTheTileList) {
   ASSERT_FALSE(rejected.isOk());
   EXPECT_NE(rejected.status().message().find("params.topk is outside [1, 16]"), std::string::npos)
       << rejected.status().message();
+}
+
+TEST(Launch, ElementwiseGrids) {
+  NormParams norm;
+  norm.threads = 256;
+  norm.rowsPerCta = 8;
+  FakeKernel nk(normParamList(norm));
+  auto n = normParamsOf(*nk.kernel);
+  ASSERT_TRUE(n.isOk()) << n.status().message();
+  EXPECT_EQ(n->rowsPerCta, 8);
+  EXPECT_EQ(normGrid(*n, 1), 1);
+  EXPECT_EQ(normGrid(*n, 17), 3);
+  EXPECT_EQ(normGrid(*n, 0), 0); // no rows: no launch
+
+  CacheAppendParams append;
+  append.threads = 128;
+  append.tokensPerCta = 4;
+  append.page = 64;
+  FakeKernel ak(cacheAppendParamList(append));
+  auto a = cacheAppendParamsOf(*ak.kernel);
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  EXPECT_EQ(a->page, 64);
+  EXPECT_EQ(cacheAppendGrid(*a, 9), 3);
+  FakeKernel bad({{"tokens_per_cta", 4}});
+  auto missing = cacheAppendParamsOf(*bad.kernel);
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.status().message().find("params.page is missing"), std::string::npos);
+
+  EXPECT_EQ(ropeGrid(5), 5);
+  EXPECT_EQ(pointwiseGrid(256, 188, 1), 1);
+  EXPECT_EQ(pointwiseGrid(256, 188, 256 * 100), 100);
+  EXPECT_EQ(pointwiseGrid(256, 188, int64_t(1) << 30), 8 * 188); // grid-stride covers the rest
 }
 
 } // namespace
