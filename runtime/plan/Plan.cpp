@@ -80,6 +80,21 @@ Status LoadedPlan::verify() {
       return makeStatus(StatusCode::kDataLoss,
                         "%s: plan.kernels[%u] \"%s\" has an impossible launch shape", f, i,
                         k->variant()->c_str());
+    // Launch parameters are named integers (runtime/launch reads them); a kernel compiled for
+    // a cache page size must match the plan's KV layout, or its slots would address garbage.
+    if (k->params())
+      for (const auto *a : *k->params()) {
+        if (!a->key() || a->is_float() || a->is_string())
+          return makeStatus(StatusCode::kDataLoss,
+                            "%s: plan.kernels[%u] \"%s\" has a malformed launch parameter", f, i,
+                            k->variant()->c_str());
+        if (a->key()->str() == "page" && a->i() != p.kv()->page_size())
+          return makeStatus(StatusCode::kDataLoss,
+                            "%s: plan.kernels[%u] \"%s\" was compiled for cache pages of %lld "
+                            "positions, but plan.kv.page_size is %d",
+                            f, i, k->variant()->c_str(), static_cast<long long>(a->i()),
+                            p.kv()->page_size());
+      }
   }
   for (uint32_t i = 0; i < nBuffers; ++i) {
     const auto *b = p.buffers()->Get(i);
