@@ -103,6 +103,19 @@ private:
   std::vector<cu::DevicePtr> buffers_;
 };
 
+// Activations as the device holds them (bf16 or f32) and as the reference reads them (the
+// bf16-rounded values when the device holds bf16).
+struct Acts {
+  std::vector<float> ref;
+  cu::DevicePtr dev = 0;
+};
+Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32);
+
+// Output buffer of n activations followed by a guard of 64 poisoned ones.
+cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32);
+// The n outputs as floats; *guardOk tells whether the guard behind them is still poisoned.
+std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32, bool *guardOk);
+
 using TestFn = void (*)(Context &, Reporter &);
 struct Registrar {
   Registrar(const char *name, TestFn fn);

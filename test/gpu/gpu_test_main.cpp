@@ -2,6 +2,7 @@
 // usage: glm5c-gpu-tests [--compile-only] [--tiles sm_120a,sm_90] [--filter SUBSTRING]
 #include "test/gpu/gpu_test.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -40,6 +41,38 @@ std::vector<float> fromBf16(const std::vector<uint16_t> &v) {
   for (size_t i = 0; i < v.size(); ++i)
     o[i] = glm5rt::bf16ToFloat(v[i]);
   return o;
+}
+
+Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
+  Acts a;
+  a.ref = rng.vec(n);
+  if (f32) {
+    a.dev = ctx.upload(a.ref);
+  } else {
+    std::vector<uint16_t> h = toBf16(a.ref);
+    a.ref = fromBf16(h);
+    a.dev = ctx.upload(h);
+  }
+  return a;
+}
+
+cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32) {
+  return ctx.alloc((n + 64) * (f32 ? 4 : 2));
+}
+
+std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32, bool *guardOk) {
+  std::vector<float> v;
+  if (f32) {
+    std::vector<uint32_t> raw = ctx.download<uint32_t>(p, n + 64);
+    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint32_t b) { return b == ~0u; });
+    v.resize(n);
+    std::memcpy(v.data(), raw.data(), n * 4);
+  } else {
+    std::vector<uint16_t> raw = ctx.download<uint16_t>(p, n + 64);
+    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint16_t b) { return b == 0xffff; });
+    v = fromBf16(std::vector<uint16_t>(raw.begin(), raw.begin() + n));
+  }
+  return v;
 }
 
 void Reporter::expectRelErr(const std::string &what, double err, double bound) {

@@ -22,25 +22,6 @@ using glm5rt::gguf::GgmlType;
 
 namespace {
 
-// Activations as the device holds them (bf16 or f32) and as the reference reads them.
-struct Acts {
-  std::vector<float> ref;
-  cu::DevicePtr dev = 0;
-};
-
-Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
-  Acts a;
-  a.ref = rng.vec(n);
-  if (f32) {
-    a.dev = ctx.upload(a.ref);
-  } else {
-    std::vector<uint16_t> h = toBf16(a.ref);
-    a.ref = fromBf16(h);
-    a.dev = ctx.upload(h);
-  }
-  return a;
-}
-
 // `rows` rows of `cols` values uniform in [-scale, scale), quantized row by row to `type`.
 bool quantRows(GgmlType type, int64_t rows, int64_t cols, float scale, Rng &rng,
                std::vector<uint8_t> &bytes, Reporter &report) {

@@ -50,45 +50,6 @@ bool makeWeight(QWeight &q, Rng &rng, Reporter &report) {
   return true;
 }
 
-// Activations as the device holds them (bf16 or f32) and as the reference reads them.
-struct Acts {
-  std::vector<float> ref;
-  cu::DevicePtr dev = 0;
-};
-
-Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
-  Acts a;
-  a.ref = rng.vec(n);
-  if (f32) {
-    a.dev = ctx.upload(a.ref);
-  } else {
-    std::vector<uint16_t> h = toBf16(a.ref);
-    a.ref = fromBf16(h);
-    a.dev = ctx.upload(h);
-  }
-  return a;
-}
-
-// Output buffer of n activations followed by a guard of 64 poisoned ones.
-cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32) {
-  return ctx.alloc((n + 64) * (f32 ? 4 : 2));
-}
-
-std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32, bool *guardOk) {
-  std::vector<float> v;
-  if (f32) {
-    std::vector<uint32_t> raw = ctx.download<uint32_t>(p, n + 64);
-    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint32_t b) { return b == ~0u; });
-    v.resize(n);
-    std::memcpy(v.data(), raw.data(), n * 4);
-  } else {
-    std::vector<uint16_t> raw = ctx.download<uint16_t>(p, n + 64);
-    *guardOk = std::all_of(raw.begin() + n, raw.end(), [](uint16_t b) { return b == 0xffff; });
-    v = fromBf16(std::vector<uint16_t>(raw.begin(), raw.begin() + n));
-  }
-  return v;
-}
-
 // Compares [T, N] outputs; on failure names the worst element, so a wrong mapping is visible.
 void compare(Reporter &report, const std::string &what, const std::vector<float> &got,
              const std::vector<float> &ref, int64_t N, double bound, bool guardOk) {
