@@ -25,6 +25,18 @@ inline void checkOk(const glm5rt::Status &s) {
 // Kept as a macro so call sites read like the rest of the benchmarks.
 #define CHECK_OK(expr) ::glm5c::bench::checkOk(expr)
 
+// Opens device 0 (exiting on error), prints its line and returns the driver; *codeArch is the
+// device's own arch ("sm_90" on an H200), the NVRTC arch the benchmarks compile for.
+inline glm5rt::cuda::Driver &openDevice(std::string *codeArch) {
+  auto drv = glm5rt::cuda::Driver::get(0);
+  checkOk(drv.status());
+  const glm5rt::cuda::DeviceInfo &dev = (*drv)->info();
+  *codeArch = "sm_" + std::to_string(dev.major * 10 + dev.minor);
+  std::printf("device: %s (%s, %d SMs, %d B shared memory per block)\n", dev.name.c_str(),
+              codeArch->c_str(), dev.smCount, dev.maxSharedOptin);
+  return **drv;
+}
+
 struct Rng {
   uint64_t s;
   uint64_t next() {

@@ -282,13 +282,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  auto drvOr = cu::Driver::get(0);
-  CHECK_OK(drvOr.status());
-  cu::Driver &drv = **drvOr;
-  const cu::DeviceInfo &dev = drv.info();
-  std::string codeArch = "sm_" + std::to_string(dev.major * 10 + dev.minor);
-  std::printf("device: %s (%s, %d SMs, %d B shared memory per block)\n", dev.name.c_str(),
-              codeArch.c_str(), dev.smCount, dev.maxSharedOptin);
+  std::string codeArch;
+  cu::Driver &drv = glm5c::bench::openDevice(&codeArch);
   NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
   cu::Stream stream;
   CHECK_OK(drv.streamCreate(&stream));
