@@ -129,14 +129,17 @@ void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &patte
     p.q[i] = glm5rt::bf16ToFloat(qb[i]);
   }
   p.w.resize(size_t(p.B) * kHeads);
-  for (float &v : p.w)
-    v = rng.uniform() * 0.0883883f;
+  std::vector<uint16_t> wb(p.w.size()); // the indexer weights are bf16 activations
+  for (size_t i = 0; i < p.w.size(); ++i) {
+    wb[i] = glm5rt::floatToBf16(rng.uniform() * 0.0883883f);
+    p.w[i] = glm5rt::bf16ToFloat(wb[i]);
+  }
   auto upload = [&](cu::DevicePtr *d, const void *src, size_t bytes, const char *what) {
     CHECK_OK(drv.malloc(d, bytes, what));
     CHECK_OK(drv.copyToDevice(*d, src, bytes));
   };
   upload(&p.dq, qb.data(), qb.size() * 2, "q");
-  upload(&p.dw, p.w.data(), p.w.size() * 4, "w");
+  upload(&p.dw, wb.data(), wb.size() * 2, "w");
   upload(&p.dtable, p.table.data(), p.table.size() * 4, "block table");
   upload(&p.dpos, p.pos.data(), p.pos.size() * 4, "positions");
   const size_t rowBytes = kDim * 2, cacheBytes = size_t(p.numSlots) * rowBytes;

@@ -69,7 +69,7 @@ struct Problem {
   int B = 0, H = 0, ctx = 0, splits = 0;
   std::vector<uint16_t> q = {}, kv = {};
   std::vector<int32_t> idx = {};
-  cu::DevicePtr dq = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
+  cu::DevicePtr dq = 0, dqr = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
 };
 
 void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
@@ -98,17 +98,24 @@ void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
     CHECK_OK(drv.malloc(d, bytes, what));
     CHECK_OK(drv.copyToDevice(*d, src, bytes));
   };
-  upload(&p.dq, p.q.data(), p.q.size() * 2, "q");
+  // The kernel reads q_latent [B, H, 512] and q_rope [B, H, 64] from their own buffers.
+  std::vector<uint16_t> ql, qr;
+  for (size_t r = 0; r < size_t(p.B) * p.H; ++r) {
+    ql.insert(ql.end(), p.q.begin() + r * D, p.q.begin() + r * D + 512);
+    qr.insert(qr.end(), p.q.begin() + r * D + 512, p.q.begin() + (r + 1) * D);
+  }
+  upload(&p.dq, ql.data(), ql.size() * 2, "q_latent");
+  upload(&p.dqr, qr.data(), qr.size() * 2, "q_rope");
   upload(&p.dkv, p.kv.data(), p.kv.size() * 2, "kv");
   upload(&p.didx, p.idx.data(), p.idx.size() * 4, "indices");
   CHECK_OK(drv.malloc(&p.dopart, size_t(p.B) * p.H * p.splits * 512 * 4, "o_part"));
   CHECK_OK(drv.malloc(&p.dlpart, size_t(p.B) * p.H * p.splits * 4, "lse_part"));
-  CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 4, "out"));
+  CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 2, "out")); // bf16
   CHECK_OK(drv.malloc(&p.dlse, size_t(p.B) * p.H * 4, "lse"));
 }
 
 void freeProblem(cu::Driver &drv, Problem &p) {
-  for (cu::DevicePtr d : {p.dq, p.dkv, p.didx, p.dopart, p.dlpart, p.dout, p.dlse})
+  for (cu::DevicePtr d : {p.dq, p.dqr, p.dkv, p.didx, p.dopart, p.dlpart, p.dout, p.dlse})
     (void)drv.free(d);
 }
 
@@ -119,7 +126,7 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
   int slots = p.B * p.ctx;
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-  void *args[] = {&p.dq, &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.H, &slots, &p.splits,
+  void *args[] = {&p.dq, &p.dqr, &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.H, &slots, &p.splits,
                   &perSplit, &scaleLog2};
   CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, 128, 1, 1,
                       static_cast<unsigned>(k.cfg.dynamicSmem), s, args, "sparse_mla_decode"));
@@ -130,12 +137,15 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
 // Relative errors of the output and the LSE against the host reference.
 std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   const int D = 576, L = 512, R = 64, topk = 2048;
-  CHECK_OK(drv.memsetD8(p.dout, 0xff, size_t(p.B) * p.H * L * 4)); // poison: NaN
+  CHECK_OK(drv.memsetD8(p.dout, 0xff, size_t(p.B) * p.H * L * 2)); // poison: NaN
   CHECK_OK(drv.memsetD8(p.dlse, 0xff, size_t(p.B) * p.H * 4));
   launch(drv, k, p, s);
   CHECK_OK(drv.synchronize(s));
-  std::vector<float> out(size_t(p.B) * p.H * L), lse(size_t(p.B) * p.H);
-  CHECK_OK(drv.copyToHost(out.data(), p.dout, out.size() * 4));
+  std::vector<uint16_t> outBf16(size_t(p.B) * p.H * L);
+  std::vector<float> out(outBf16.size()), lse(size_t(p.B) * p.H);
+  CHECK_OK(drv.copyToHost(outBf16.data(), p.dout, outBf16.size() * 2));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = glm5rt::bf16ToFloat(outBf16[i]);
   CHECK_OK(drv.copyToHost(lse.data(), p.dlse, lse.size() * 4));
   size_t slots = size_t(p.B) * p.ctx;
   std::vector<float> latent(slots * L), rope(slots * R);

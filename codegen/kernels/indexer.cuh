@@ -50,7 +50,7 @@ static_assert(GLM_IDX_NT <= 8, "one lane group g per n8 tile writes its scores")
 
 extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
     indexer_score(const glm_act *__restrict__ q,           // [T, GLM_HEADS, GLM_DIM]
-                  const float *__restrict__ w,             // [T, GLM_HEADS]
+                  const glm_act *__restrict__ w,           // [T, GLM_HEADS] (indexer.proj output)
                   const glm_act *__restrict__ keys,        // [num_slots, GLM_DIM] paged cache
                   const int32_t *__restrict__ block_table, // [seqs, bt_stride] physical pages
                   int bt_stride, int rows_per_seq,
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
     sq[h * GLM_IDX_Q_ROW + d] =
         h < GLM_HEADS ? q[(static_cast<long long>(row) * GLM_HEADS + h) * GLM_DIM + d] : 0.f;
   }
-  const float wl = lane < GLM_HEADS ? w[row * GLM_HEADS + lane] : 0.f;
+  const float wl = lane < GLM_HEADS ? glm_act_load(w, row * GLM_HEADS + lane) : 0.f;
 #else
   // q as mma A fragments, with the k order permuted so one thread's B data are 4 whole 16-byte
   // pieces of a key row. For k-step j = 2i + e, thread t's k pair {2t, 2t+1} is dims
@@ -134,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
         qa[m][2 * i + 1][hh] = v.z;
         qa[m][2 * i + 1][2 + hh] = v.w;
       }
-      wr[m][hh] = ok ? w[row * GLM_HEADS + h] : 0.f;
+      wr[m][hh] = ok ? glm_act_load(w, row * GLM_HEADS + h) : 0.f;
     }
 #endif
 

@@ -6,7 +6,8 @@
 // STAGES-deep shared-memory ring; each row (latent 512 + rope 64, bf16) is read once and serves
 // both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
 // softmax in fp32 (log2 domain). The split writes its normalized partial output and its
-// log-sum-exp; sparse_mla_combine merges the splits.
+// log-sum-exp; sparse_mla_combine merges the splits into the bf16 latent output (the next
+// product's operand) and an fp32 log-sum-exp.
 //
 // Warp roles (4 warps): for S, warp w owns TILE_N/4 tokens of the tile; for P V, warp w owns
 // output columns [128 w, 128 w + 128). Row statistics cross warps through shared memory.
@@ -47,7 +48,8 @@ static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
 #define GLM_MASKED (-1.0e30f)
 
 extern "C" __global__ void __launch_bounds__(GLM_THREADS)
-    sparse_mla_decode(const glm_bf16 *__restrict__ q,      // [B, H, GLM_D]: q_latent | q_rope
+    sparse_mla_decode(const glm_bf16 *__restrict__ q_lat,  // [B, H, GLM_D_LATENT]
+                      const glm_bf16 *__restrict__ q_rope, // [B, H, GLM_D_ROPE]
                       const glm_bf16 *__restrict__ kv,     // [slots, GLM_D]: latent | rope key
                       const int32_t *__restrict__ indices, // [B, GLM_TOPK] physical slots, -1 none
                       float *__restrict__ o_part,          // [B, H, splits, GLM_D_LATENT]
@@ -76,7 +78,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
   for (int c = tid; c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
     int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
     int h = head0 + row;
-    const glm_bf16 *src = q + (static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0)) * GLM_D + col;
+    const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
+    // 8-column chunks never straddle the latent/rope boundary (GLM_D_LATENT % 8 == 0).
+    const glm_bf16 *src = col < GLM_D_LATENT ? q_lat + qrow * GLM_D_LATENT + col
+                                             : q_rope + qrow * GLM_D_ROPE + (col - GLM_D_LATENT);
     glm_cp_async_16(glm_smem_addr(sq + row * GLM_ROW + col), src, h < num_heads ? 16 : 0);
   }
 
@@ -283,8 +288,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
 // splits were all empty gets o = 0 and lse = -inf. One CTA per (b, h), 128 threads x 4 columns.
 extern "C" __global__ void __launch_bounds__(128)
     sparse_mla_combine(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-                       float *__restrict__ out,  // [B, H, GLM_D_LATENT]
-                       float *__restrict__ lse,  // [B, H]
+                       glm_bf16 *__restrict__ out, // [B, H, GLM_D_LATENT]
+                       float *__restrict__ lse,    // [B, H]
                        int splits) {
   const long long row = blockIdx.x;
   const float *lp = lse_part + row * splits;
@@ -308,8 +313,8 @@ extern "C" __global__ void __launch_bounds__(128)
     }
   }
   float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-  *reinterpret_cast<float4 *>(out + row * GLM_D_LATENT + col) =
-      make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+  *reinterpret_cast<uint2 *>(out + row * GLM_D_LATENT + col) =
+      make_uint2(glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
   if (threadIdx.x == 0)
     lse[row] = wsum > 0.f ? mx + __logf(wsum) : mx;
 }

@@ -24,7 +24,8 @@ __device__ __forceinline__ float glm_block_reduce(float v, float *scratch, bool 
 }
 
 extern "C" __global__ void __launch_bounds__(GLM_F32_THREADS)
-    sparse_mla_f32(const float *__restrict__ q,          // [T, H, GLM_F32_D]
+    sparse_mla_f32(const float *__restrict__ q_lat,      // [T, H, GLM_D_LATENT]
+                   const float *__restrict__ q_rope,     // [T, H, GLM_D_ROPE]
                    const float *__restrict__ kv,         // [slots, GLM_F32_D]
                    const int32_t *__restrict__ indices,  // [T, GLM_TOPK] physical slots
                    float *__restrict__ out,              // [T, H, GLM_D_LATENT]
@@ -35,9 +36,10 @@ extern "C" __global__ void __launch_bounds__(GLM_F32_THREADS)
   __shared__ float qs[GLM_F32_D];
   __shared__ float scratch[GLM_F32_THREADS / 32];
   const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
-  const float *qrow = q + (static_cast<long long>(t) * num_heads + h) * GLM_F32_D;
+  const long long qrow = static_cast<long long>(t) * num_heads + h;
   for (int c = tid; c < GLM_F32_D; c += GLM_F32_THREADS)
-    qs[c] = qrow[c];
+    qs[c] = c < GLM_D_LATENT ? q_lat[qrow * GLM_D_LATENT + c]
+                             : q_rope[qrow * GLM_D_ROPE + (c - GLM_D_LATENT)];
   __syncthreads();
   float mx = -__int_as_float(0x7f800000);
   for (int s = tid; s < GLM_TOPK; s += GLM_F32_THREADS) {

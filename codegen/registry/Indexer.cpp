@@ -18,8 +18,6 @@ bool powerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 // Shared memory the driver reserves per resident CTA.
 constexpr int64_t kReservedPerCta = 1024;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 } // namespace
 
 int64_t indexerScoreSmem(const IndexerShape &shape, int tileN, int stages) {
@@ -99,13 +97,21 @@ glm5rt::StatusOr<IndexerScoreConfig> selectIndexerScore(const Target &tiles,
                     rejected.c_str());
 }
 
+glm5rt::launch::IndexerScoreParams indexerScoreLaunchParams(const IndexerScoreConfig &cfg) {
+  glm5rt::launch::IndexerScoreParams p;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.tileN = cfg.tileN;
+  p.ctasPerSm = cfg.ctasPerSm;
+  p.heads = cfg.shape.heads;
+  p.page = cfg.shape.page;
+  return p;
+}
+
 int indexerScoreChunk(const IndexerScoreConfig &cfg, const Target &tiles, int64_t rows,
                       int64_t cols) {
-  const int64_t tilesPerRow = std::max<int64_t>(1, ceilDiv(cols, cfg.tileN));
-  const int64_t slots = int64_t(tiles.smCount) * cfg.ctasPerSm;
-  const int64_t chunkTiles =
-      std::clamp<int64_t>(ceilDiv(std::max<int64_t>(rows, 1) * tilesPerRow, slots), 1, tilesPerRow);
-  return static_cast<int>(chunkTiles * cfg.tileN);
+  return glm5rt::launch::indexerScoreGrid(indexerScoreLaunchParams(cfg), tiles.smCount, rows, cols)
+      .chunk;
 }
 
 std::string indexerScoreSource(const IndexerScoreConfig &cfg) {
@@ -176,28 +182,34 @@ glm5rt::StatusOr<TopKConfig> selectTopK(const Target &tiles, const TopKShape &sh
                     rejected.c_str());
 }
 
-int64_t topKWorkspaceBytes(int64_t rows, int64_t cols) { return rows * 2056 * 4 + rows * cols * 8; }
+glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg) {
+  glm5rt::launch::TopKParams p;
+  p.threads = cfg.threads;
+  p.rowSmem = cfg.dynamicSmem;
+  p.collectSmem = cfg.collectSmem;
+  p.cache = cfg.cache;
+  p.segElems = cfg.segElems;
+  p.maxK = cfg.maxK;
+  p.page = cfg.shape.page;
+  return p;
+}
+
+int64_t topKWorkspaceBytes(int64_t rows, int64_t cols) {
+  return glm5rt::launch::topKWorkspaceBytes(rows, cols);
+}
 
 int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols) {
-  // About one wave of two CTAs per SM over all rows, 2048 to threads * segElems positions each.
-  const int64_t maxLen = int64_t(cfg.threads) * cfg.segElems;
-  const int64_t want =
-      ceilDiv(std::max<int64_t>(rows, 1) * std::max<int64_t>(cols, 1), 2 * int64_t(tiles.smCount));
-  return static_cast<int>(std::clamp<int64_t>(ceilDiv(want, 1024) * 1024, 2048, maxLen));
+  return glm5rt::launch::topKSegmentLen(topKLaunchParams(cfg), tiles.smCount, rows, cols);
 }
 
 TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
                   int64_t k) {
+  glm5rt::launch::TopKGrid g =
+      glm5rt::launch::topKGrid(topKLaunchParams(cfg), tiles.smCount, rows, cols, k);
   TopKPlan plan;
-  // topk_row when a row fits its shared-memory cache (one read, one launch: measured faster
-  // than the two multi-CTA launches up to 16K positions on the H200), when the rows alone fill
-  // the SMs (prefill; the candidate workspace would grow with rows * cols), and when k exceeds
-  // the multi-CTA limit. Otherwise the two multi-CTA launches.
-  if (k > cfg.maxK || cols <= cfg.cache || cols <= k || rows >= tiles.smCount)
-    return plan;
-  plan.segmentLen = topKSegmentLen(cfg, tiles, rows, cols);
-  plan.segments = static_cast<int>(ceilDiv(cols, plan.segmentLen));
-  plan.workspaceBytes = topKWorkspaceBytes(rows, cols);
+  plan.segments = g.segments;
+  plan.segmentLen = g.segmentLen;
+  plan.workspaceBytes = g.workspaceBytes;
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/Attention.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -41,6 +42,9 @@ glm5rt::StatusOr<IndexerScoreConfig> selectIndexerScore(const Target &tiles,
 // one wave of the resident CTAs covers every row, at least one tile each.
 int indexerScoreChunk(const IndexerScoreConfig &cfg, const Target &tiles, int64_t rows,
                       int64_t cols);
+
+// The launch parameters the plan records for the runtime (runtime/launch/Attention.h).
+glm5rt::launch::IndexerScoreParams indexerScoreLaunchParams(const IndexerScoreConfig &cfg);
 
 // The translation unit of the score kernel (entry indexer_score; grid (ceil(cols / chunk),
 // rows), cfg.threads threads, cfg.dynamicSmem bytes).
@@ -88,6 +92,9 @@ TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int6
 int64_t topKWorkspaceBytes(int64_t rows, int64_t cols);
 // The multi-CTA segment length for a shape (a multiple of 1024, at most threads * segElems).
 int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols);
+
+// The launch parameters the plan records for the runtime (runtime/launch/Attention.h).
+glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg);
 
 // The translation unit of the top-k kernels (entries topk_row, topk_seg_hist0,
 // topk_seg_collect). The score row stride and the block table follow the kernels' comments.

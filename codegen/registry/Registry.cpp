@@ -37,6 +37,11 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
     c.threads = 128;
     c.source = *src;
     c.entries = {"sparse_mla_f32"};
+    glm5rt::launch::SparseMlaParams lp;
+    lp.f32 = true;
+    lp.topk = shape.topk;
+    lp.latent = shape.latent;
+    c.params = glm5rt::launch::sparseMlaParamList(lp);
     return c;
   }
   auto cfg = selectSparseMlaDecode(tiles, shape);
@@ -65,6 +70,7 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.dynamicSmem = cfg->dynamicSmem;
   c.source = sparseMlaDecodeSource(*cfg);
   c.entries = {"sparse_mla_decode", "sparse_mla_combine"};
+  c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
   // Larger variants the target could not hold are still worth listing in explain output.
   for (const auto &cand : {std::pair<int, int>{64, 3}, {64, 2}, {32, 4}, {32, 3}}) {
     int64_t smem = sparseMlaDecodeSmem(shape, cand.first, cand.second);
@@ -173,14 +179,17 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
     shape.page = dim(q, "page", 64);
     shape.actF32 = q.actF32;
     return fromConfig("indexer_score", selectIndexerScore(tiles, shape), indexerScoreSource,
-                      {"indexer_score"});
+                      {"indexer_score"}, +[](const IndexerScoreConfig &c) {
+                        return glm5rt::launch::indexerScoreParamList(indexerScoreLaunchParams(c));
+                      });
   }
   TopKShape shape;
   shape.k = dim(q, "k", 2048);
   shape.page = dim(q, "page", 64);
-  KernelChoice c = fromConfig("topk", selectTopK(tiles, shape), topKSource,
-                              {"topk_row", "topk_seg_hist0", "topk_seg_collect"});
-  return c;
+  return fromConfig("topk", selectTopK(tiles, shape), topKSource,
+                    {"topk_row", "topk_seg_hist0", "topk_seg_collect"}, +[](const TopKConfig &c) {
+                      return glm5rt::launch::topKParamList(topKLaunchParams(c));
+                    });
 }
 
 // Linear products and logits read their GGUF weight {in, out} directly; decode steps (one token)

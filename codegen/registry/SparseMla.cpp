@@ -48,12 +48,21 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
                     tiles.name, rejected.c_str());
 }
 
+glm5rt::launch::SparseMlaParams sparseMlaDecodeLaunchParams(const SparseMlaDecodeConfig &cfg) {
+  glm5rt::launch::SparseMlaParams p;
+  p.threads = cfg.threads;
+  p.dynamicSmem = cfg.dynamicSmem;
+  p.headsPerCta = cfg.heads;
+  p.tileN = cfg.tileN;
+  p.topk = cfg.shape.topk;
+  p.latent = cfg.shape.latent;
+  return p;
+}
+
 int sparseMlaDecodeSplits(const SparseMlaDecodeConfig &cfg, const Target &tiles, int64_t batch,
                           int64_t heads) {
-  int64_t groups = batch * ((heads + cfg.heads - 1) / cfg.heads);
-  int64_t want = (2 * tiles.smCount + groups - 1) / groups;
-  int64_t maxSplits = std::max<int64_t>(1, cfg.shape.topk / cfg.tileN);
-  return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
+  return glm5rt::launch::sparseMlaSplits(sparseMlaDecodeLaunchParams(cfg), tiles.smCount, batch,
+                                         heads);
 }
 
 std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/target/Target.h"
+#include "runtime/launch/Attention.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -40,6 +41,9 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
 // at least one tile per split.
 int sparseMlaDecodeSplits(const SparseMlaDecodeConfig &cfg, const Target &tiles, int64_t batch,
                           int64_t heads);
+
+// The launch parameters the plan records for the runtime (runtime/launch/Attention.h).
+glm5rt::launch::SparseMlaParams sparseMlaDecodeLaunchParams(const SparseMlaDecodeConfig &cfg);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg);

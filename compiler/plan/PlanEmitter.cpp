@@ -101,6 +101,25 @@ uint64_t planArena(std::vector<BufferInfo *> &bufs) {
   return top;
 }
 
+// Results the kernels keep in fp32 whatever the activation dtype: the indexer's scores (bf16
+// would make ties at the top-k cut-off), the router's expert weights, and sparse MLA's
+// log-sum-exp. Every other float result is an activation. The kernels' signatures
+// (codegen/kernels/indexer.cuh, topk.cuh, moe_experts.cuh, moe.cuh, sparse_mla_decode.cuh)
+// follow this rule.
+bool keepsF32(pl::OpKind kind, unsigned result) {
+  switch (kind) {
+  case pl::OpKind::IndexerScore:
+    return true;
+  case pl::OpKind::MoEGate:
+  case pl::OpKind::MoERouter:
+    return result == 0;
+  case pl::OpKind::SparseMla:
+    return result == 1;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::gguf::GgufFile &gguf,
@@ -199,7 +218,9 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
         auto t = cast<RankedTensorType>(r.getType());
         BufferInfo info;
         info.name = step.name + "#" + std::to_string(cast<OpResult>(r).getResultNumber());
-        info.dtype = t.getElementType().isInteger(32) ? pl::DType::I32 : act;
+        info.dtype = t.getElementType().isInteger(32) ? pl::DType::I32
+                     : keepsF32(*kind, cast<OpResult>(r).getResultNumber()) ? pl::DType::F32
+                                                                             : act;
         for (int64_t d = 1; d < t.getRank(); ++d) {
           info.shape.push_back(t.isDynamicDim(d) ? -1 : t.getDimSize(d));
           if (t.isDynamicDim(d))

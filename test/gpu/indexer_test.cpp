@@ -71,6 +71,8 @@ void fillRandom(Problem &p, Rng &rng, bool f32) {
   for (float &v : p.q)
     v = roundAct(rng.uniform(), f32);
   p.w = rng.vec(size_t(p.T) * p.heads);
+  for (float &v : p.w)
+    v = roundAct(v, f32);
   p.keys.assign(p.seqs, std::vector<float>(size_t(p.nCols) * kDim));
   for (auto &k : p.keys)
     for (float &v : k)
@@ -85,7 +87,7 @@ void fillTies(Problem &p, Rng &rng, bool f32) {
     v = roundAct(0.01f + std::fabs(rng.uniform()), f32);
   p.w.resize(size_t(p.T) * p.heads);
   for (float &v : p.w)
-    v = 0.05f + std::fabs(rng.uniform());
+    v = roundAct(0.05f + std::fabs(rng.uniform()), f32);
   std::vector<float> pool(40 * kDim);
   for (float &v : pool)
     v = roundAct(0.01f + std::fabs(rng.uniform()), f32);
@@ -160,11 +162,12 @@ DeviceProblem upload(Context &ctx, const Problem &p, bool f32) {
   if (f32) {
     d.q = ctx.upload(p.q);
     d.cache = ctx.upload(cache);
+    d.w = ctx.upload(p.w);
   } else {
     d.q = ctx.upload(toBf16(p.q));
     d.cache = ctx.upload(toBf16(cache));
+    d.w = ctx.upload(toBf16(p.w)); // the indexer weights are activations (indexer.proj's output)
   }
-  d.w = ctx.upload(p.w);
   d.table = ctx.upload(p.table);
   d.pos = ctx.upload(p.pos);
   d.scores = ctx.alloc(size_t(p.T) * p.nCols * 4);

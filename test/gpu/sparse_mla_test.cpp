@@ -7,6 +7,17 @@
 using namespace glm5c::gputest;
 using namespace glm5c::codegen;
 
+namespace {
+// Rows of L + R values -> the first L of each row and the last R (the kernels' two q operands).
+void splitRows(const std::vector<float> &q, int L, int R, std::vector<float> *lat,
+               std::vector<float> *rope) {
+  for (size_t r = 0; r < q.size() / size_t(L + R); ++r) {
+    lat->insert(lat->end(), q.begin() + r * (L + R), q.begin() + r * (L + R) + L);
+    rope->insert(rope->end(), q.begin() + r * (L + R) + L, q.begin() + (r + 1) * (L + R));
+  }
+}
+} // namespace
+
 GPU_TEST(sparse_mla_decode) {
   GPU_TRY(cfg, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
   GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
@@ -33,16 +44,20 @@ GPU_TEST(sparse_mla_decode) {
     int slots = c.B * c.ctx, splits = c.splits;
     int perSplit = ((topk + splits - 1) / splits + cfg.tileN - 1) / cfg.tileN * cfg.tileN;
     float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-    cu::DevicePtr dq = ctx.upload(toBf16(q)), dkv = ctx.upload(toBf16(kv)), didx = ctx.upload(idx);
+    // q_latent [B, H, 512] and q_rope [B, H, 64] are separate buffers.
+    std::vector<float> qLat, qRope;
+    splitRows(q, L, R, &qLat, &qRope);
+    cu::DevicePtr dq = ctx.upload(toBf16(qLat)), dqr = ctx.upload(toBf16(qRope));
+    cu::DevicePtr dkv = ctx.upload(toBf16(kv)), didx = ctx.upload(idx);
     cu::DevicePtr opart = ctx.alloc(size_t(c.B) * c.H * splits * L * 4);
     cu::DevicePtr lpart = ctx.alloc(size_t(c.B) * c.H * splits * 4);
-    cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 4), lse = ctx.alloc(size_t(c.B) * c.H * 4);
+    cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 2), lse = ctx.alloc(size_t(c.B) * c.H * 4);
     int heads = c.H;
     ctx.launch(decode, ((c.H + 15) / 16) * splits, c.B, 1, cfg.threads,
-               static_cast<unsigned>(cfg.dynamicSmem), &dq, &dkv, &didx, &opart, &lpart, &heads,
+               static_cast<unsigned>(cfg.dynamicSmem), &dq, &dqr, &dkv, &didx, &opart, &lpart, &heads,
                &slots, &splits, &perSplit, &scaleLog2);
     ctx.launch(combine, c.B * c.H, 1, 1, 128, 0, &opart, &lpart, &out, &lse, &splits);
-    std::vector<float> gotO = ctx.download<float>(out, size_t(c.B) * c.H * L);
+    std::vector<float> gotO = fromBf16(ctx.download<uint16_t>(out, size_t(c.B) * c.H * L));
     std::vector<float> gotL = ctx.download<float>(lse, size_t(c.B) * c.H);
 
     std::vector<float> latent(size_t(slots) * L), rope(size_t(slots) * R);
@@ -88,11 +103,14 @@ GPU_TEST(sparse_mla_f32) {
         uint64_t r = rng.next();
         idx[size_t(t) * topk + i] = r % 9 == 0 ? -1 : static_cast<int>(r % c.ctx);
       }
-    cu::DevicePtr dq = ctx.upload(q), dkv = ctx.upload(kv), didx = ctx.upload(idx);
+    std::vector<float> qLat, qRope;
+    splitRows(q, L, R, &qLat, &qRope);
+    cu::DevicePtr dq = ctx.upload(qLat), dqr = ctx.upload(qRope), dkv = ctx.upload(kv);
+    cu::DevicePtr didx = ctx.upload(idx);
     cu::DevicePtr out = ctx.alloc(size_t(c.T) * c.H * L * 4), lse = ctx.alloc(size_t(c.T) * c.H * 4);
     int heads = c.H, slots = c.ctx;
     float scale = 1.0f / 16.0f;
-    ctx.launch(fn, c.H, c.T, 1, 128, 0, &dq, &dkv, &didx, &out, &lse, &heads, &slots, &scale);
+    ctx.launch(fn, c.H, c.T, 1, 128, 0, &dq, &dqr, &dkv, &didx, &out, &lse, &heads, &slots, &scale);
     std::vector<float> gotO = ctx.download<float>(out, size_t(c.T) * c.H * L);
     std::vector<float> gotL = ctx.download<float>(lse, size_t(c.T) * c.H);
     std::vector<float> latent(size_t(c.ctx) * L), rope(size_t(c.ctx) * R);

@@ -1,0 +1,139 @@
+// Indexer, top-k and sparse-MLA launch geometry (see Attention.h).
+#include "runtime/launch/Attention.h"
+
+#include <algorithm>
+
+namespace glm5rt::launch {
+
+namespace {
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+IndexerScoreGrid indexerScoreGrid(const IndexerScoreParams &p, int smCount, int64_t rows,
+                                  int64_t cols) {
+  IndexerScoreGrid g;
+  g.threads = static_cast<unsigned>(p.threads);
+  g.smem = static_cast<unsigned>(p.dynamicSmem);
+  const int64_t tilesPerRow = std::max<int64_t>(1, ceilDiv(cols, p.tileN));
+  const int64_t slots = int64_t(smCount) * p.ctasPerSm;
+  const int64_t chunkTiles = std::clamp<int64_t>(
+      ceilDiv(std::max<int64_t>(rows, 1) * tilesPerRow, slots), 1, tilesPerRow);
+  g.chunk = static_cast<int>(chunkTiles * p.tileN);
+  g.gridX = static_cast<unsigned>(std::max<int64_t>(1, ceilDiv(cols, g.chunk)));
+  g.gridY = static_cast<unsigned>(std::max<int64_t>(rows, 1));
+  return g;
+}
+
+ParamList indexerScoreParamList(const IndexerScoreParams &p) {
+  return {{"tile_n", p.tileN}, {"ctas_per_sm", p.ctasPerSm}, {"heads", p.heads}, {"page", p.page}};
+}
+
+StatusOr<IndexerScoreParams> indexerScoreParamsOf(const glm5::plan::Kernel &k) {
+  IndexerScoreParams p;
+  p.threads = k.threads();
+  p.dynamicSmem = k.dynamic_smem();
+  GLM5_ASSIGN_OR_RETURN(int64_t tile, kernelParam(k, "tile_n", 1, 1024));
+  GLM5_ASSIGN_OR_RETURN(int64_t ctas, kernelParam(k, "ctas_per_sm", 1, 64));
+  GLM5_ASSIGN_OR_RETURN(p.heads, kernelParam(k, "heads", 1, 1024));
+  GLM5_ASSIGN_OR_RETURN(p.page, kernelParam(k, "page", 1, 1 << 20));
+  p.tileN = static_cast<int>(tile);
+  p.ctasPerSm = static_cast<int>(ctas);
+  return p;
+}
+
+int64_t topKWorkspaceBytes(int64_t rows, int64_t cols) { return rows * 2056 * 4 + rows * cols * 8; }
+
+int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols) {
+  // About one wave of two CTAs per SM over all rows.
+  const int64_t maxLen = int64_t(p.threads) * p.segElems;
+  const int64_t want =
+      ceilDiv(std::max<int64_t>(rows, 1) * std::max<int64_t>(cols, 1), 2 * int64_t(smCount));
+  return static_cast<int>(std::clamp<int64_t>(ceilDiv(want, 1024) * 1024, 2048, maxLen));
+}
+
+TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k) {
+  TopKGrid g;
+  // topk_row is one read and one launch (measured faster than the two multi-CTA launches up to
+  // 16K positions on the H200); in prefill the candidate workspace would grow with rows * cols.
+  if (k > p.maxK || cols <= p.cache || cols <= k || rows >= smCount)
+    return g;
+  g.segmentLen = topKSegmentLen(p, smCount, rows, cols);
+  g.segments = static_cast<int>(ceilDiv(cols, g.segmentLen));
+  g.workspaceBytes = topKWorkspaceBytes(rows, cols);
+  return g;
+}
+
+ParamList topKParamList(const TopKParams &p) {
+  return {{"collect_smem", p.collectSmem}, {"cache", p.cache}, {"seg_elems", p.segElems},
+          {"max_k", p.maxK},              {"page", p.page}};
+}
+
+StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
+  TopKParams p;
+  p.threads = k.threads();
+  p.rowSmem = k.dynamic_smem();
+  GLM5_ASSIGN_OR_RETURN(p.collectSmem, kernelParam(k, "collect_smem", 0, 1 << 24));
+  GLM5_ASSIGN_OR_RETURN(int64_t cache, kernelParam(k, "cache", 0, 1 << 24));
+  GLM5_ASSIGN_OR_RETURN(int64_t seg, kernelParam(k, "seg_elems", 1, 1024));
+  GLM5_ASSIGN_OR_RETURN(int64_t maxK, kernelParam(k, "max_k", 1, 1 << 24));
+  GLM5_ASSIGN_OR_RETURN(p.page, kernelParam(k, "page", 1, 1 << 20));
+  p.cache = static_cast<int>(cache);
+  p.segElems = static_cast<int>(seg);
+  p.maxK = static_cast<int>(maxK);
+  return p;
+}
+
+int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
+  const int64_t groups = std::max<int64_t>(rows, 1) * ceilDiv(heads, p.headsPerCta);
+  const int64_t want = ceilDiv(2 * int64_t(smCount), groups);
+  const int64_t maxSplits = std::max<int64_t>(1, p.topk / p.tileN);
+  return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
+}
+
+SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
+  SparseMlaGrid g;
+  g.threads = static_cast<unsigned>(p.threads);
+  g.smem = static_cast<unsigned>(p.dynamicSmem);
+  g.gridY = static_cast<unsigned>(rows);
+  if (p.f32) {
+    g.gridX = static_cast<unsigned>(heads);
+    return g;
+  }
+  g.splits = sparseMlaSplits(p, smCount, rows, heads);
+  // Each split covers a whole number of tiles.
+  g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
+  g.gridX = static_cast<unsigned>(ceilDiv(heads, p.headsPerCta) * g.splits);
+  g.combineGridX = static_cast<unsigned>(rows * heads);
+  g.oPartBytes = rows * heads * g.splits * p.latent * 4;
+  g.lsePartBytes = rows * heads * g.splits * 4;
+  return g;
+}
+
+ParamList sparseMlaParamList(const SparseMlaParams &p) {
+  if (p.f32)
+    return {{"f32", 1}, {"topk", p.topk}, {"latent", p.latent}};
+  return {{"f32", 0},
+          {"heads_per_cta", p.headsPerCta},
+          {"tile_n", p.tileN},
+          {"topk", p.topk},
+          {"latent", p.latent}};
+}
+
+StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &k) {
+  SparseMlaParams p;
+  p.threads = k.threads();
+  p.dynamicSmem = k.dynamic_smem();
+  GLM5_ASSIGN_OR_RETURN(int64_t f32, kernelParam(k, "f32", 0, 1));
+  p.f32 = f32 != 0;
+  GLM5_ASSIGN_OR_RETURN(p.topk, kernelParam(k, "topk", 1, 1 << 20));
+  GLM5_ASSIGN_OR_RETURN(p.latent, kernelParam(k, "latent", 1, 1 << 16));
+  if (!p.f32) {
+    GLM5_ASSIGN_OR_RETURN(int64_t h, kernelParam(k, "heads_per_cta", 1, 64));
+    GLM5_ASSIGN_OR_RETURN(int64_t t, kernelParam(k, "tile_n", 1, 1024));
+    p.headsPerCta = static_cast<int>(h);
+    p.tileN = static_cast<int>(t);
+  }
+  return p;
+}
+
+} // namespace glm5rt::launch

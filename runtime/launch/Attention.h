@@ -1,0 +1,88 @@
+// Launch geometry of the attention kernels: the DSA indexer's scores (indexer.cuh), the causal
+// top-k (topk.cuh) and sparse MLA (sparse_mla_decode.cuh + its combine, or the fp32
+// sparse_mla_f32.cuh), from the plan's kernel params (see Params.h), the problem and the
+// device's SM count. codegen/registry's indexerScoreChunk, topKPlan and sparseMlaDecodeSplits
+// forward here.
+#pragma once
+
+#include "runtime/launch/Params.h"
+
+#include <cstdint>
+
+namespace glm5rt::launch {
+
+// Plan keys in brackets.
+struct IndexerScoreParams {
+  int threads = 0;
+  int64_t dynamicSmem = 0;
+  int tileN = 0;     // [tile_n] key rows per pipeline stage
+  int ctasPerSm = 1; // [ctas_per_sm] resident CTAs per SM the shared memory allows
+  int64_t heads = 0; // [heads]
+  int64_t page = 0;  // [page] cache page size the kernel was compiled for (== kv.page_size)
+};
+
+// Grid (ceil(cols / chunk), rows): positions per CTA (a multiple of tileN) so one wave of the
+// resident CTAs covers every row, at least one tile each.
+struct IndexerScoreGrid {
+  unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
+  int chunk = 0;
+};
+IndexerScoreGrid indexerScoreGrid(const IndexerScoreParams &p, int smCount, int64_t rows,
+                                  int64_t cols);
+ParamList indexerScoreParamList(const IndexerScoreParams &p);
+StatusOr<IndexerScoreParams> indexerScoreParamsOf(const glm5::plan::Kernel &kernel);
+
+struct TopKParams {
+  int threads = 0;
+  int64_t rowSmem = 0;     // topk_row's dynamic shared memory (the kernel's dynamic_smem)
+  int64_t collectSmem = 0; // [collect_smem] topk_seg_collect's
+  int cache = 0;           // [cache] positions topk_row keeps in shared memory
+  int segElems = 0;        // [seg_elems] positions per thread of a multi-CTA segment
+  int maxK = 0;            // [max_k] largest k of the multi-CTA variant
+  int64_t page = 0;        // [page] cache page size of the slot output (== kv.page_size)
+};
+
+// segments == 0: topk_row, grid rows, rowSmem. Otherwise topk_seg_hist0 then topk_seg_collect
+// (collectSmem), both on grid (segments, rows), with a workspace of workspaceBytes zeroed once
+// at allocation (every complete pair of launches leaves it zero again).
+struct TopKGrid {
+  int segments = 0;
+  int segmentLen = 0;
+  int64_t workspaceBytes = 0;
+  bool multi() const { return segments > 0; }
+};
+// topk_row when a row fits its shared-memory cache, when the rows alone fill the SMs (prefill),
+// or when k exceeds the multi-CTA limit; otherwise the two multi-CTA launches.
+TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k);
+// The multi-CTA segment length (a multiple of 1024, 2048 to threads * segElems).
+int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols);
+// Per row 2056 uint32 of state, then cols (key, position) candidate pairs.
+int64_t topKWorkspaceBytes(int64_t rows, int64_t cols);
+ParamList topKParamList(const TopKParams &p);
+StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &kernel);
+
+struct SparseMlaParams {
+  int threads = 0;
+  int64_t dynamicSmem = 0;
+  bool f32 = false;       // [f32] the fp32 validation kernel: one CTA per (head, row), no split
+  int headsPerCta = 16;   // [heads_per_cta] bf16 kernel: the mma M
+  int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
+  int64_t topk = 0;       // [topk] selected positions per row
+  int64_t latent = 512;   // [latent]
+};
+
+// bf16: decode grid (groups * splits, rows), groups = ceil(heads / headsPerCta); splits for ~2
+// waves of the SMs, at least one tile each; then the combine, grid rows * heads, 128 threads.
+// f32: grid (heads, rows), no combine.
+struct SparseMlaGrid {
+  unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
+  int splits = 1, tokensPerSplit = 0;
+  unsigned combineGridX = 0, combineThreads = 128;
+  int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the splits
+};
+int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
+SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
+ParamList sparseMlaParamList(const SparseMlaParams &p);
+StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &kernel);
+
+} // namespace glm5rt::launch
