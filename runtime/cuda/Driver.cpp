@@ -29,6 +29,8 @@ struct Driver::Api {
   CUresult (*cuMemcpyHtoD)(DevicePtr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, DevicePtr, size_t);
   CUresult (*cuMemsetD8)(DevicePtr, unsigned char, size_t);
+  CUresult (*cuMemcpyDtoDAsync)(DevicePtr, DevicePtr, size_t, Stream);
+  CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, Stream, void **, void **);
   CUresult (*cuStreamCreate)(Stream *, unsigned);
@@ -104,6 +106,8 @@ Status Driver::init(int ordinal) {
       {reinterpret_cast<void **>(&api_->cuMemcpyHtoD), "cuMemcpyHtoD_v2"},
       {reinterpret_cast<void **>(&api_->cuMemcpyDtoH), "cuMemcpyDtoH_v2"},
       {reinterpret_cast<void **>(&api_->cuMemsetD8), "cuMemsetD8_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemGetInfo), "cuMemGetInfo_v2"},
       {reinterpret_cast<void **>(&api_->cuLaunchKernel), "cuLaunchKernel"},
       {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
       {reinterpret_cast<void **>(&api_->cuStreamSynchronize), "cuStreamSynchronize"},
@@ -169,6 +173,12 @@ Status Driver::copyToHost(void *dst, DevicePtr src, size_t bytes) {
 }
 Status Driver::memsetD8(DevicePtr dst, unsigned char value, size_t bytes) {
   return check(api_->cuMemsetD8(dst, value, bytes), "cuMemsetD8", "");
+}
+Status Driver::copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream s) {
+  return check(api_->cuMemcpyDtoDAsync(dst, src, bytes, s), "cuMemcpyDtoDAsync", "");
+}
+Status Driver::memInfo(size_t *freeBytes, size_t *totalBytes) {
+  return check(api_->cuMemGetInfo(freeBytes, totalBytes), "cuMemGetInfo", "");
 }
 Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                       unsigned by, unsigned bz, unsigned smem, Stream s, void **params,

@@ -48,6 +48,9 @@ public:
   Status copyToDevice(DevicePtr dst, const void *src, size_t bytes);
   Status copyToHost(void *dst, DevicePtr src, size_t bytes);
   Status memsetD8(DevicePtr dst, unsigned char value, size_t bytes);
+  // Ordered on `s` (capturable in a graph).
+  Status copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream s);
+  Status memInfo(size_t *freeBytes, size_t *totalBytes);
   Status launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned smem, Stream s, void **params, const std::string &what);
   Status streamCreate(Stream *s);

@@ -2,6 +2,7 @@
 // attributes (docs/plan.md); shapes from its buffers.
 #include "runtime/host/Backend.h"
 #include "runtime/kv/PagedKv.h"
+#include "runtime/support/half.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -12,6 +13,11 @@ namespace glm5rt::host {
 namespace pl = glm5::plan;
 
 namespace {
+
+void roundToBf16(std::vector<float> &v) {
+  for (float &x : v)
+    x = bf16ToFloat(floatToBf16(x));
+}
 
 const pl::Attr *findAttr(const pl::Step &s, const char *key) {
   if (!s.attrs())
@@ -89,15 +95,19 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
     if (!st.isOk())
       return st.withContext(strFormat("%s step %d (%s %s)", entry.c_str(), index,
                                       plan::opKindName(s->op()), s->name()->c_str()));
+    // Outputs the plan stores in bf16 are rounded as the GPU stores them (the kernels compute
+    // in fp32 too): the host backend executes the plan's precision, not a better one.
+    for (int out : *s->outputs())
+      if (plan_.buffers()->Get(out)->dtype() == pl::DType::BF16)
+        roundToBf16(f_[out]);
     if (trace_ && s->outputs() && s->outputs()->size() > 0) {
-      int out = s->outputs()->Get(0);
-      std::vector<float> asFloat;
-      const std::vector<float> *view = &f_[out];
-      if (plan_.buffers()->Get(out)->dtype() == pl::DType::I32) {
-        asFloat.assign(i_[out].begin(), i_[out].end());
-        view = &asFloat;
-      }
-      trace_({s, index, view}, traceUser_);
+      std::vector<std::vector<float>> outs;
+      for (int out : *s->outputs())
+        if (plan_.buffers()->Get(out)->dtype() == pl::DType::I32)
+          outs.emplace_back(i_[out].begin(), i_[out].end());
+        else
+          outs.push_back(f_[out]);
+      trace_({&entry, s, index, &outs, T, positions});
     }
     ++index;
   }
@@ -184,6 +194,10 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
       int64_t d = attrI("rope_dim");
       rope(kpe.data(), T, 1, lastDim(in(2)), positions, attrF("theta"), d, 0);
       rope(kidx.data(), T, 1, lastDim(in(3)), positions, attrF("theta"), d, 0);
+      if (plan_.kv()->dtype() == pl::DType::BF16) { // the cache's storage precision
+        roundToBf16(kpe);
+        roundToBf16(kidx);
+      }
     }
     return cache_.append(layer, positions, T, latent, kpe.data(), kidx.data());
   }

@@ -3,6 +3,7 @@
 // sums): the CI path and the reference the cuda backend is checked against step by step.
 #pragma once
 
+#include "runtime/backend/Backend.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/host/ops.h"
 #include "runtime/plan/Plan.h"
@@ -14,7 +15,7 @@
 
 namespace glm5rt::host {
 
-class Backend {
+class Backend : public glm5rt::Backend {
 public:
   // Binds the plan's weight table to `gguf` (checked against the plan's fingerprint and every
   // weight's type, shape and extent) and allocates a KV cache of `contextCapacity` positions.
@@ -22,24 +23,12 @@ public:
                                                    const gguf::GgufFile &gguf,
                                                    int64_t contextCapacity);
 
-  // Runs entry point `entry` ("prefill" or "decode") for T tokens at `positions` (each below
-  // the capacity; decode takes T = 1). Fills logits [T, vocab].
   Status run(const std::string &entry, const int32_t *tokens, const int32_t *positions, int64_t T,
-             std::vector<float> *logits);
-
-  int64_t contextCapacity() const { return cache_.capacity(); }
-  int64_t vocab() const { return plan_.config()->vocab(); }
-
-  // Called after each step with its name, index and output buffers (for --check and dumps).
-  struct StepTrace {
-    const glm5::plan::Step *step;
-    int index;
-    const std::vector<float> *output; // the first output, as float (ids converted)
-  };
-  void setTrace(void (*fn)(const StepTrace &, void *), void *user) {
-    trace_ = fn;
-    traceUser_ = user;
-  }
+             std::vector<float> *logits) override;
+  int64_t contextCapacity() const override { return cache_.capacity(); }
+  int64_t vocab() const override { return plan_.config()->vocab(); }
+  int64_t maxChunk() const override { return int64_t(1) << 30; }
+  const char *name() const override { return "host"; }
 
 private:
   Backend(const glm5::plan::Plan &p) : plan_(p) {}
@@ -53,8 +42,6 @@ private:
   std::vector<std::vector<float>> f_;
   std::vector<std::vector<int32_t>> i_;
   std::vector<int64_t> contextWidth_;
-  void (*trace_)(const StepTrace &, void *) = nullptr;
-  void *traceUser_ = nullptr;
 };
 
 } // namespace glm5rt::host

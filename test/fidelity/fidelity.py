@@ -1067,6 +1067,8 @@ def run_glm5(args, tokens, prefill, npy_path, vocab):
            "--tokens", ",".join(str(t) for t in tokens), "--prefill", str(prefill), "--out", npy_path]
     if args.ctx:
         cmd += ["--ctx", str(args.ctx)]
+    if args.run_device:
+        cmd += ["--device", args.run_device]
     shown = " ".join(cmd[:6]) + " <%d ids> " % len(tokens) + " ".join(cmd[7:])
     log("running: " + shown)
     t0 = time.time()
@@ -1170,6 +1172,8 @@ def parse_args(argv):
     p.add_argument("--prefill", type=int, help="tokens [0, P) go through prefill, the rest through decode "
                                                "steps (default min(L, 2 x index_topk)); with --ours-npy it "
                                                "only labels the rows")
+    p.add_argument("--run-device", choices=["cuda", "host"], help="glm5-run's backend (default: the "
+                   "plan's: cuda for GPU plans, host for host plans)")
     p.add_argument("--ctx", type=int, help="--ctx for glm5-run (default: L)")
     p.add_argument("--bound", type=float, default=1e-4, help="max relative error per position "
                                                              "(f32 weights: 1e-4; bf16: 2e-2)")

@@ -59,6 +59,68 @@ const std::vector<Preset> &presets() {
       p.defaultMix = QuantMix::F32;
       v.push_back(p);
     }
+    // Two more small configurations for fidelity runs: other head, indexer-head, expert,
+    // top-k and dense-layer counts than tiny (each with at least 8 indexer heads).
+    {
+      Preset p;
+      p.name = "small";
+      p.description = "hidden 512, 16 heads, q_lora 512, kv_lora 512, qk_nope 192, qk_rope 64, "
+                      "v 256, indexer 16 x 128 top-k 32, 5 layers (2 dense + 3 MoE), 32 experts "
+                      "top-4 + 1 shared of width 256, dense width 1024, vocab 1024";
+      Glm5Config &c = p.config;
+      c.contextLength = 4096;
+      c.hidden = 512;
+      c.blockCount = 5;
+      c.nextnLayers = 0;
+      c.denseFfn = 1024;
+      c.heads = 16;
+      c.qLoraRank = 512;
+      c.kvLoraRank = 512;
+      c.qkNopeDim = 192;
+      c.qkRopeDim = 64;
+      c.vHeadDim = 256;
+      c.experts = 32;
+      c.expertsUsed = 4;
+      c.sharedExperts = 1;
+      c.expertFfn = 256;
+      c.leadingDense = 2;
+      c.vocab = 1024;
+      c.indexerHeads = 16;
+      c.indexerHeadDim = 128;
+      c.indexerTopK = 32;
+      p.defaultMix = QuantMix::F32;
+      v.push_back(p);
+    }
+    {
+      Preset p;
+      p.name = "narrow";
+      p.description = "hidden 256, 4 heads, q_lora 256, kv_lora 512, qk_nope 192, qk_rope 64, "
+                      "v 256, indexer 12 x 128 top-k 24, 3 layers (1 dense + 2 MoE), 8 experts "
+                      "top-3 + 1 shared of width 256, dense width 768, vocab 1024";
+      Glm5Config &c = p.config;
+      c.contextLength = 4096;
+      c.hidden = 256;
+      c.blockCount = 3;
+      c.nextnLayers = 0;
+      c.denseFfn = 768;
+      c.heads = 4;
+      c.qLoraRank = 256;
+      c.kvLoraRank = 512;
+      c.qkNopeDim = 192;
+      c.qkRopeDim = 64;
+      c.vHeadDim = 256;
+      c.experts = 8;
+      c.expertsUsed = 3;
+      c.sharedExperts = 1;
+      c.expertFfn = 256;
+      c.leadingDense = 1;
+      c.vocab = 1024;
+      c.indexerHeads = 12;
+      c.indexerHeadDim = 128;
+      c.indexerTopK = 24;
+      p.defaultMix = QuantMix::F32;
+      v.push_back(p);
+    }
     {
       Preset p;
       p.name = "full-shape";

@@ -1,17 +1,20 @@
 // glm5-run: loads a plan and its GGUF and runs GLM-5. A thin main over the runtime.
 //   glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T] [--top-k K]
-//            [--top-p P] [--seed S] [--device host] [--ctx N]
+//            [--top-p P] [--seed S] [--device cuda|host] [--check] [--ctx N]
 // streams the generated text, stops at an end-of-generation token or after N tokens, and
 // prints prefill and decode tokens/s on stderr.
 //   glm5-run score MODEL.plan --weights MODEL.gguf --tokens 1,2,3 --prefill P [--out F.npy]
-//            [--device host] [--ctx N]
+//            [--device cuda|host] [--check] [--ctx N]
 // Tokens [0, P) go through prefill, tokens [P, n) through one-token decode steps; nothing is
 // added (no BOS, no template). Row i of the logits is the distribution after token i.
+#include "runtime/backend/Check.h"
 #include "runtime/cli/Npy.h"
+#include "runtime/cuda/Backend.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/host/Backend.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/sampler/Sampler.h"
+#include "runtime/support/progress.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <chrono>
@@ -31,12 +34,18 @@ using glm5rt::Status;
 const char *kUsage =
     "usage:\n"
     "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
-    "           [--top-k K] [--top-p P] [--seed S] [--device host] [--ctx N] [--chunk N]\n"
+    "           [--top-k K] [--top-p P] [--seed S] [--device cuda|host]\n"
+    "           [--check[-free] [TOL]] [--ctx N] [--chunk N]\n"
     "  glm5-run tokenize --weights MODEL.gguf -p TEXT [--special]\n"
     "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
-    "                 [--out LOGITS.npy] [--device host] [--ctx N] [--chunk N]\n"
-    "  (prefill runs in chunks of at most --chunk tokens, default 512)\n";
+    "                 [--out LOGITS.npy] [--device cuda|host] [--check [TOL]] [--ctx N]\n"
+    "                 [--chunk N]\n"
+    "  --device: cuda (default for GPU plans) or host (plain C++ reference kernels; default for\n"
+    "  host plans). --check: runs every step on cuda and on host, each cuda step from host's\n"
+    "  outputs of the step before, and reports the steps whose outputs differ by more than TOL\n"
+    "  (relative; default 3e-2 for bf16 plans, 1e-3 for f32); --check-free: both run freely\n"
+    "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512).\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -70,10 +79,11 @@ bool parseTokens(const std::string &s, std::vector<int32_t> *out) {
 
 // Runs tokens[0, n) through the prefill entry in chunks of at most `chunk` tokens (positions
 // continue across chunks; the KV cache carries the context), appending every row of logits.
-Status prefillChunked(glm5rt::host::Backend &backend, const int32_t *tokens, long n, long chunk,
+Status prefillChunked(glm5rt::Backend &backend, const int32_t *tokens, long n, long chunk,
                       std::vector<float> *all) {
   std::vector<float> logits;
   std::vector<int32_t> pos;
+  chunk = std::min<long>(chunk, static_cast<long>(backend.maxChunk()));
   for (long start = 0; start < n; start += chunk) {
     long len = std::min(chunk, n - start);
     pos.resize(static_cast<size_t>(len));
@@ -85,8 +95,97 @@ Status prefillChunked(glm5rt::host::Backend &backend, const int32_t *tokens, lon
   return Status::ok();
 }
 
+struct DeviceChoice {
+  std::string device; // "", "cuda" or "host"; "" = from the plan
+  bool check = false;
+  bool isolate = true;  // --check: each step on the reference's inputs; --check-free: not
+  double tolerance = 0; // 0 = from the plan's activation dtype
+};
+
+// The backend a command runs on: the plan's kind decides by default (host plans on the host
+// backend, GPU plans on cuda); --check wraps cuda and host in a step-by-step comparison.
+glm5rt::StatusOr<std::unique_ptr<glm5rt::Backend>>
+makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
+            const glm5rt::gguf::GgufFile &gguf, long ctx, long chunk) {
+  const auto &p = plan.plan();
+  const bool hostPlan = p.target() && p.target()->tiles() && p.target()->tiles()->str() == "host";
+  std::string device = choice.device.empty() ? (hostPlan ? "host" : "cuda") : choice.device;
+  auto makeHost = [&]() -> glm5rt::StatusOr<std::unique_ptr<glm5rt::Backend>> {
+    GLM5_ASSIGN_OR_RETURN(auto b, glm5rt::host::Backend::create(plan, gguf, ctx));
+    return std::unique_ptr<glm5rt::Backend>(std::move(b));
+  };
+  auto makeCuda = [&]() -> glm5rt::StatusOr<std::unique_ptr<glm5rt::Backend>> {
+    glm5rt::cuda::BackendOptions o;
+    o.contextTokens = ctx;
+    o.chunk = chunk;
+    GLM5_ASSIGN_OR_RETURN(auto b, glm5rt::cuda::Backend::create(plan, gguf, o));
+    std::fprintf(stderr, "glm5-run: cuda on %s (sm_%d%d, %d SMs): %s, weights %.1f MB, %s of "
+                 "device memory, context %lld tokens\n",
+                 b->device().name.c_str(), b->device().major, b->device().minor,
+                 b->device().smCount, p.target()->code_arch()->c_str(), b->weightBytes() / 1e6,
+                 glm5rt::Progress::bytesText(static_cast<double>(b->deviceBytes())).c_str(),
+                 static_cast<long long>(b->contextCapacity()));
+    return std::unique_ptr<glm5rt::Backend>(std::move(b));
+  };
+  if (choice.check) {
+    if (hostPlan)
+      return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
+                                "--check compares the cuda backend with the host backend: it "
+                                "needs a GPU plan, and %s is a host plan",
+                                plan.path().c_str());
+    GLM5_ASSIGN_OR_RETURN(auto test, makeCuda());
+    GLM5_ASSIGN_OR_RETURN(auto ref, makeHost());
+    glm5rt::CheckOptions co;
+    const bool f32 = p.activation_dtype() == glm5::plan::DType::F32;
+    co.tolerance = choice.tolerance > 0 ? choice.tolerance : f32 ? 1e-3 : 3e-2;
+    co.topkTolerance = f32 ? 0.0 : 0.1;
+    co.isolate = choice.isolate;
+    return std::unique_ptr<glm5rt::Backend>(
+        new glm5rt::CheckingBackend(std::move(test), std::move(ref), co));
+  }
+  if (device == "host")
+    return makeHost();
+  if (device == "cuda") {
+    if (hostPlan)
+      return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
+                                "%s is a host plan (compiled with --target host): it has no "
+                                "kernels; compile for the GPU (glm5c compile --target sm_90 or "
+                                "sm_120a) or use --device host",
+                                plan.path().c_str());
+    return makeCuda();
+  }
+  return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
+                            "--device takes cuda or host, not '%s'", device.c_str());
+}
+
+// --check's verdict after a run: the report on stderr, and whether every step was within
+// tolerance.
+bool checkVerdict(glm5rt::Backend &b) {
+  auto *c = dynamic_cast<glm5rt::CheckingBackend *>(&b);
+  if (!c)
+    return true;
+  std::fputs(c->report().c_str(), stderr);
+  return c->failures().empty();
+}
+
+// Parses --check [TOL]; returns the arguments consumed after --check (0 or 1).
+int parseCheck(int i, int argc, char **argv, DeviceChoice *dc) {
+  dc->check = true;
+  dc->isolate = std::string(argv[i]) != "--check-free";
+  if (i + 1 < argc) {
+    char *end = nullptr;
+    double t = std::strtod(argv[i + 1], &end);
+    if (*argv[i + 1] && !*end && t > 0) {
+      dc->tolerance = t;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int cmdScore(int argc, char **argv) {
-  std::string planPath, weights, out, device = "host";
+  std::string planPath, weights, out;
+  DeviceChoice dc;
   std::vector<int32_t> tokens;
   long prefill = -1, ctx = 0, chunk = 512;
   for (int i = 0; i < argc; ++i) {
@@ -106,8 +205,10 @@ int cmdScore(int argc, char **argv) {
       out = v;
       ++i;
     } else if (a == "--device" && v) {
-      device = v;
+      dc.device = v;
       ++i;
+    } else if (a == "--check" || a == "--check-free") {
+      i += parseCheck(i, argc, argv, &dc);
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
       ++i;
@@ -127,8 +228,6 @@ int cmdScore(int argc, char **argv) {
   const long n = static_cast<long>(tokens.size());
   if (prefill < 1 || prefill > n)
     return usage("--prefill P needs 1 <= P <= the number of tokens (" + std::to_string(n) + ")");
-  if (device != "host")
-    return usage("--device takes host (the cuda backend is not built yet)");
   auto plan = glm5rt::plan::LoadedPlan::open(planPath);
   if (!plan.isOk())
     return fail(plan.status());
@@ -143,7 +242,7 @@ int cmdScore(int argc, char **argv) {
                                    "%ld tokens do not fit a context of %ld (the model's context "
                                    "length is %ld); raise --ctx",
                                    n, ctx, maxCtx));
-  auto backend = glm5rt::host::Backend::create(**plan, **gguf, ctx);
+  auto backend = makeBackend(dc, **plan, **gguf, ctx, chunk);
   if (!backend.isOk())
     return fail(backend.status());
   const int64_t vocab = (*backend)->vocab();
@@ -181,7 +280,7 @@ int cmdScore(int argc, char **argv) {
     std::printf("%ld %s token %d -> argmax %ld (%.6g)\n", i, i < prefill ? "prefill" : "decode ",
                 tokens[static_cast<size_t>(i)], best, row[best]);
   }
-  return 0;
+  return checkVerdict(**backend) ? 0 : 1;
 }
 
 int cmdTokenize(int argc, char **argv) {
@@ -216,7 +315,8 @@ int cmdTokenize(int argc, char **argv) {
 }
 
 int cmdGenerate(int argc, char **argv) {
-  std::string planPath, weights, prompt, device = "host";
+  std::string planPath, weights, prompt;
+  DeviceChoice dc;
   long n = 64, ctx = 0, chunk = 512;
   bool chat = false, havePrompt = false;
   glm5rt::sampler::SamplerOptions so;
@@ -263,7 +363,10 @@ int cmdGenerate(int argc, char **argv) {
         return usage("--seed takes a non-negative integer");
       so.seed = static_cast<uint64_t>(x);
     } else if (a == "--device" && v) {
-      device = v;
+      dc.device = v;
+    } else if (a == "--check" || a == "--check-free") {
+      i += parseCheck(i, argc, argv, &dc);
+      continue;
     } else if (a == "--chat") {
       chat = true;
       continue;
@@ -277,8 +380,6 @@ int cmdGenerate(int argc, char **argv) {
   }
   if (planPath.empty() || weights.empty() || !havePrompt)
     return usage("generation needs MODEL.plan, --weights and -p TEXT");
-  if (device != "host")
-    return usage("--device takes host (the cuda backend is not built yet)");
   auto plan = glm5rt::plan::LoadedPlan::open(planPath);
   if (!plan.isOk())
     return fail(plan.status());
@@ -306,7 +407,7 @@ int cmdGenerate(int argc, char **argv) {
                                    "the prompt is %zu tokens, longer than the context of %ld "
                                    "tokens; raise --ctx (the model allows %ld)",
                                    ids.size(), ctx, modelCtx));
-  auto backend = glm5rt::host::Backend::create(**plan, **gguf, ctx);
+  auto backend = makeBackend(dc, **plan, **gguf, ctx, chunk);
   if (!backend.isOk())
     return fail(backend.status());
   const int64_t vocab = (*backend)->vocab();
@@ -342,10 +443,10 @@ int cmdGenerate(int argc, char **argv) {
   double pre = std::chrono::duration<double>(t1 - t0).count();
   double dec = std::chrono::duration<double>(t2 - t1).count();
   std::fprintf(stderr, "glm5-run: %s: prefill %zu tokens %.1f tok/s, decode %ld tokens %.1f tok/s (%s)\n",
-               device.c_str(), ids.size(), ids.size() / std::max(pre, 1e-9), generated,
+               (*backend)->name(), ids.size(), ids.size() / std::max(pre, 1e-9), generated,
                generated / std::max(dec, 1e-9),
                (*tok)->isEog(next) && generated < n ? "stopped at end of generation" : "length limit");
-  return 0;
+  return checkVerdict(**backend) ? 0 : 1;
 }
 
 } // namespace

@@ -93,7 +93,9 @@ int cmdExplain(int argc, char **argv) {
 }
 
 int cmdCompile(int argc, char **argv) {
-  std::string input, output, target, runOn, act = "bf16", attention = "sparse";
+  // Activations default to bf16 for GPU targets and f32 for host plans (the host backend
+  // computes in f32 either way; with bf16 it rounds every activation as the GPU stores it).
+  std::string input, output, target, runOn, act, attention = "sparse";
   int pageSize = 64;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -129,6 +131,8 @@ int cmdCompile(int argc, char **argv) {
       return 1;
     }
   }
+  if (act.empty())
+    act = target == "host" ? "f32" : "bf16";
   if (act != "bf16" && act != "f32")
     return usage("compile: --activation-dtype takes bf16 or f32");
   if (attention != "sparse" && attention != "dense")

@@ -1,0 +1,724 @@
+// The cuda backend (see Backend.h). One launcher per op kind: the argument order is each
+// kernel's signature in codegen/kernels, the grid comes from runtime/launch.
+#include "runtime/cuda/Backend.h"
+
+#include "runtime/cuda/Compatibility.h"
+#include "runtime/launch/Attention.h"
+#include "runtime/launch/Elementwise.h"
+#include "runtime/launch/HeadLinear.h"
+#include "runtime/launch/Moe.h"
+#include "runtime/launch/QLinear.h"
+#include "runtime/support/half.h"
+#include "runtime/support/progress.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <unistd.h>
+
+namespace glm5rt::cuda {
+
+namespace pl = glm5::plan;
+
+namespace {
+
+constexpr uint64_t kAlign = 256;
+uint64_t alignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+uint64_t dtypeBytes(pl::DType t) { return t == pl::DType::BF16 ? 2 : 4; }
+
+const pl::Attr *findAttr(const pl::Step &s, const char *key) {
+  if (!s.attrs())
+    return nullptr;
+  for (const pl::Attr *a : *s.attrs())
+    if (a->key() && a->key()->str() == key)
+      return a;
+  return nullptr;
+}
+
+std::string mib(uint64_t bytes) { return Progress::bytesText(static_cast<double>(bytes)); }
+
+} // namespace
+
+Backend::~Backend() {
+  if (!drv_)
+    return;
+  (void)drv_->synchronize(stream_);
+  for (DevicePtr p : allocations_)
+    (void)drv_->free(p);
+}
+
+Status Backend::alloc(DevicePtr *p, uint64_t bytes, const std::string &what) {
+  *p = 0;
+  if (bytes == 0)
+    return Status::ok();
+  Status st = drv_->malloc(p, bytes, what);
+  if (!st.isOk()) {
+    size_t freeB = 0, total = 0;
+    (void)drv_->memInfo(&freeB, &total);
+    return makeStatus(StatusCode::kResourceExhausted,
+                      "out of GPU memory allocating %s: %s needed, %s free of %s on %s (%s "
+                      "already held by this run); a smaller --ctx or --chunk, or a smaller "
+                      "quantization of the model, would help",
+                      what.c_str(), mib(bytes).c_str(), mib(freeB).c_str(), mib(total).c_str(),
+                      drv_->info().name.c_str(), mib(allocated_).c_str());
+  }
+  allocations_.push_back(*p);
+  allocated_ += bytes;
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loaded,
+                                                    const gguf::GgufFile &gguf,
+                                                    const BackendOptions &o) {
+  const pl::Plan &p = loaded.plan();
+  GLM5_RETURN_IF_ERROR(plan::checkGguf(p, gguf, loaded.path()));
+  if (o.chunk < 1 || o.chunk > (1 << 20))
+    return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
+  std::unique_ptr<Backend> b(new Backend(p));
+  GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
+  GLM5_RETURN_IF_ERROR(b->loadKernels());
+  GLM5_RETURN_IF_ERROR(b->drv_->streamCreate(&b->stream_));
+  GLM5_RETURN_IF_ERROR(b->uploadWeights(gguf, o.progress));
+  GLM5_RETURN_IF_ERROR(b->planMemory(o));
+  return b;
+}
+
+Status Backend::loadKernels() {
+  // Which image of each kernel (cubin or PTX) this device takes, or why none runs here.
+  GLM5_ASSIGN_OR_RETURN(std::vector<KernelImage> images, chooseKernelImages(plan_, drv_->info()));
+  functions_.resize(images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const pl::Kernel *k = plan_.kernels()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    const std::string what = "plan kernel " + k->variant()->str() +
+                             (images[i].cubin ? " (cubin)" : " (PTX, JIT-compiled)");
+    Module m = nullptr;
+    GLM5_RETURN_IF_ERROR(drv_->loadModule(images[i].data, &m, what));
+    modules_.push_back(m);
+    int64_t collect = 0;
+    if (k->params())
+      for (const pl::Attr *a : *k->params())
+        if (a->key()->str() == "collect_smem")
+          collect = a->i();
+    for (const auto *e : *k->entries()) {
+      Function f = nullptr;
+      GLM5_RETURN_IF_ERROR(drv_->getFunction(m, e->c_str(), &f));
+      // topk_seg_collect has its own dynamic size; every other entry the kernel's.
+      int smem = e->str() == "topk_seg_collect" ? static_cast<int>(collect) : k->dynamic_smem();
+      if (smem > 0)
+        GLM5_RETURN_IF_ERROR(drv_->setMaxDynamicSmem(f, smem, what + " " + e->str()));
+      functions_[i][e->str()] = f;
+    }
+  }
+  return Status::ok();
+}
+
+Status Backend::uploadWeights(const gguf::GgufFile &gguf, bool progress) {
+  const auto *ws = plan_.weights();
+  std::vector<uint64_t> offsets;
+  for (const pl::Weight *w : *ws) {
+    offsets.push_back(weightBytes_);
+    weightBytes_ += alignUp(w->bytes());
+  }
+  size_t freeB = 0, total = 0;
+  GLM5_RETURN_IF_ERROR(drv_->memInfo(&freeB, &total));
+  if (weightBytes_ > freeB)
+    return makeStatus(StatusCode::kResourceExhausted,
+                      "the weights need %s of GPU memory and %s has %s free (of %s): use a "
+                      "smaller quantization of the model, a GPU with more memory, or "
+                      "--device host",
+                      mib(weightBytes_).c_str(), drv_->info().name.c_str(), mib(freeB).c_str(),
+                      mib(total).c_str());
+  GLM5_RETURN_IF_ERROR(alloc(&weights_, weightBytes_, "the weights"));
+  std::unique_ptr<Progress> bar;
+  if (progress)
+    bar = std::make_unique<Progress>("uploading weights", weightBytes_, stderr,
+                                     isatty(fileno(stderr)) != 0);
+  for (uint32_t i = 0; i < ws->size(); ++i) {
+    const pl::Weight *w = ws->Get(i);
+    const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
+    // checkGguf verified presence, type, shape and extent.
+    weightPtr_.push_back(weights_ + offsets[i]);
+    GLM5_RETURN_IF_ERROR(drv_->copyToDevice(weightPtr_.back(), t->data, w->bytes())
+                             .withContext("uploading " + w->name()->str()));
+    if (bar)
+      bar->advance(alignUp(w->bytes()));
+  }
+  if (bar)
+    bar->finish();
+  return Status::ok();
+}
+
+DevicePtr Backend::buffer(int id) const {
+  if (perContext_[static_cast<size_t>(id)])
+    return perContext_[static_cast<size_t>(id)];
+  return arena_ + plan_.buffers()->Get(id)->offset_per_token() * static_cast<uint64_t>(chunk_);
+}
+
+uint64_t Backend::bufferBytes(int id, int64_t T) const {
+  const pl::Buffer *b = plan_.buffers()->Get(id);
+  return static_cast<uint64_t>(T) * b->elems_per_token() * dtypeBytes(b->dtype());
+}
+
+Status Backend::planMemory(const BackendOptions &o) {
+  const pl::Plan &p = plan_;
+  chunk_ = o.chunk;
+  // Per-context buffers (dims spanning the cached positions: the indexer's scores): greedy
+  // slots by lifetime within each entry; entries never run at once, so they share slots.
+  std::vector<int> slotOf(p.buffers()->size(), -1);
+  int slots = 0;
+  for (const pl::EntryPoint *e : *p.entries()) {
+    std::vector<std::pair<int, int>> live; // buffer -> (def, last use)
+    std::map<int, std::pair<int, int>> range;
+    for (uint32_t i = 0; i < e->steps()->size(); ++i) {
+      const pl::Step *s = e->steps()->Get(i);
+      for (int in : *s->inputs())
+        if (in >= 0 && range.count(in))
+          range[in].second = static_cast<int>(i);
+      for (int out : *s->outputs())
+        if (p.buffers()->Get(out)->per_context())
+          range[out] = {static_cast<int>(i), static_cast<int>(i)};
+    }
+    std::vector<int> slotFreeAfter; // per slot: the last use of its current buffer
+    for (auto &[id, r] : range) {
+      int chosen = -1;
+      for (size_t s = 0; s < slotFreeAfter.size(); ++s)
+        if (slotFreeAfter[s] < r.first) {
+          chosen = static_cast<int>(s);
+          break;
+        }
+      if (chosen < 0) {
+        chosen = static_cast<int>(slotFreeAfter.size());
+        slotFreeAfter.push_back(0);
+      }
+      slotFreeAfter[static_cast<size_t>(chosen)] = r.second;
+      slotOf[static_cast<size_t>(id)] = chosen;
+    }
+    slots = std::max(slots, static_cast<int>(slotFreeAfter.size()));
+  }
+  uint64_t perContextPerPos = 0; // bytes per cached position of every slot (rows: the chunk)
+  uint64_t maxElems = 0;
+  for (uint32_t i = 0; i < p.buffers()->size(); ++i)
+    if (slotOf[i] >= 0)
+      maxElems = std::max<uint64_t>(maxElems, std::max<uint64_t>(1, p.buffers()->Get(i)->elems_per_token()) *
+                                                  dtypeBytes(p.buffers()->Get(i)->dtype()));
+  perContextPerPos = static_cast<uint64_t>(slots) * maxElems * static_cast<uint64_t>(chunk_);
+
+  uint64_t arenaBytes = 0;
+  for (const pl::EntryPoint *e : *p.entries())
+    arenaBytes = std::max<uint64_t>(arenaBytes, e->arena_bytes_per_token() * chunk_);
+
+  // The KV cache gets the free memory left after the arena, in proportion to what a cached
+  // position costs in the cache against the per-context buffers and the top-k candidates.
+  GLM5_ASSIGN_OR_RETURN(geometry_, kv::geometryOf(*p.kv()));
+  size_t freeB = 0, total = 0;
+  GLM5_RETURN_IF_ERROR(drv_->memInfo(&freeB, &total));
+  const uint64_t reserve = 256ull << 20; // workspaces, module images, the driver's own
+  const uint64_t topkPerPos = static_cast<uint64_t>(std::min<int64_t>(chunk_, drv_->info().smCount)) * 8;
+  const uint64_t kvPerPos = geometry_.bytesPerToken();
+  uint64_t avail = freeB > arenaBytes + reserve ? freeB - arenaBytes - reserve : 0;
+  uint64_t kvShare = static_cast<uint64_t>(static_cast<double>(avail) * kvPerPos /
+                                           (kvPerPos + perContextPerPos + topkPerPos));
+  GLM5_ASSIGN_OR_RETURN(kv::Capacity cap,
+                        kv::planCapacity(geometry_, 1, o.contextTokens,
+                                         p.config()->context_length(), kvShare));
+  capacity_ = o.contextTokens > 0 ? o.contextTokens : cap.tokens;
+  slots_ = cap.tokens;
+  pool_ = std::make_unique<kv::PagePool>(cap.pages);
+  table_ = std::make_unique<kv::BlockTable>(1, cap.pages, geometry_.pageSize);
+
+  // Memory in the order of need: the arena, the per-context slots, the cache, then workspaces.
+  GLM5_RETURN_IF_ERROR(alloc(&arena_, arenaBytes, "the activation arena"));
+  perContext_.assign(p.buffers()->size(), 0);
+  std::vector<DevicePtr> slotPtr(static_cast<size_t>(slots));
+  for (auto &s : slotPtr)
+    GLM5_RETURN_IF_ERROR(alloc(&s, maxElems * chunk_ * capacity_, "indexer scores"));
+  for (uint32_t i = 0; i < p.buffers()->size(); ++i)
+    if (slotOf[i] >= 0)
+      perContext_[i] = slotPtr[static_cast<size_t>(slotOf[i])];
+  const uint64_t dt = dtypeBytes(p.kv()->dtype());
+  GLM5_RETURN_IF_ERROR(alloc(&kv_, geometry_.layers * slots_ * (geometry_.latent + geometry_.rope) * dt,
+                             "the KV cache"));
+  GLM5_RETURN_IF_ERROR(alloc(&index_, geometry_.layers * slots_ * geometry_.indexDim * dt,
+                             "the indexer key cache"));
+  GLM5_RETURN_IF_ERROR(alloc(&blockTable_, static_cast<uint64_t>(cap.pages) * 4, "the block table"));
+  GLM5_RETURN_IF_ERROR(drv_->memsetD8(blockTable_, 0xff, static_cast<uint64_t>(cap.pages) * 4));
+
+  // Workspaces: a dry run of every launch for every chunk length takes their maximum sizes.
+  for (const pl::EntryPoint *e : *p.entries()) {
+    const int64_t maxT = e->max_tokens() > 0 ? std::min<int64_t>(e->max_tokens(), chunk_) : chunk_;
+    for (int64_t T = 1; T <= maxT; ++T)
+      for (const pl::Step *s : *e->steps())
+        GLM5_RETURN_IF_ERROR(launchStep(*s, T, capacity_ - 1, /*dry=*/true)
+                                 .withContext(e->name()->str() + " " + s->name()->str()));
+  }
+  const Needs &n = needs_;
+  struct {
+    DevicePtr *p;
+    int64_t bytes;
+    const char *what;
+    bool zero;
+  } ws[] = {
+      {&tokens_, chunk_ * 4, "tokens", false},
+      {&positions_, chunk_ * 4, "positions", false},
+      {&seqIds_, chunk_ * 4, "sequence ids", true},
+      {&embedErr_, 4, "embedding check", true},
+      {&splitWs_, n.splitWs, "split-K partials", false},
+      {&splitCounters_, n.splitCounters, "split-K counters", true},
+      {&routerLogits_, n.routerLogits, "router logits", false},
+      {&routerCounters_, n.routerCounters, "router counters", true},
+      {&moeOffsets_, 4 * (p.config()->experts() + 1), "expert offsets", false},
+      {&moePairOf_, n.moePairs * 4, "expert pairs", false},
+      {&moeH_, n.moeH, "expert activations", false},
+      {&moeOut_, n.moeOut, "expert outputs", false},
+      {&topkWs_, n.topkWs, "top-k state", true},
+      {&topkPos_, n.topkPos, "top-k positions", false},
+      {&mlaOPart_, n.mlaOPart, "sparse MLA partials", false},
+      {&mlaLsePart_, n.mlaLsePart, "sparse MLA partial lse", false},
+  };
+  for (auto &w : ws) {
+    GLM5_RETURN_IF_ERROR(alloc(w.p, static_cast<uint64_t>(w.bytes), w.what));
+    if (w.zero && w.bytes > 0)
+      GLM5_RETURN_IF_ERROR(drv_->memsetD8(*w.p, 0, static_cast<uint64_t>(w.bytes)));
+  }
+  return Status::ok();
+}
+
+StatusOr<Backend::Fn> Backend::fn(const pl::Step &s, int part, const char *name) const {
+  int k = part == 0 ? s.kernel()
+                    : s.extra_kernels() && static_cast<uint32_t>(part - 1) < s.extra_kernels()->size()
+                          ? s.extra_kernels()->Get(static_cast<flatbuffers::uoffset_t>(part - 1))
+                          : -1;
+  if (k < 0 || static_cast<uint32_t>(k) >= plan_.kernels()->size())
+    return makeStatus(StatusCode::kDataLoss, "step %s has no kernel %d", s.name()->c_str(), part);
+  auto it = functions_[static_cast<size_t>(k)].find(name);
+  if (it == functions_[static_cast<size_t>(k)].end())
+    return makeStatus(StatusCode::kDataLoss, "plan kernel %s has no entry %s",
+                      plan_.kernels()->Get(k)->variant()->c_str(), name);
+  return Fn{it->second, plan_.kernels()->Get(k)};
+}
+
+Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry) {
+  const int sm = drv_->info().smCount;
+  auto in = [&](int i) -> int { return s.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i)); };
+  auto out = [&](int i) -> int { return s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i)); };
+  auto buf = [&](int id) -> const pl::Buffer & { return *plan_.buffers()->Get(id); };
+  auto elems = [&](int id) -> int64_t { return static_cast<int64_t>(buf(id).elems_per_token()); };
+  auto lastDim = [&](int id) -> int64_t { return buf(id).shape()->Get(buf(id).shape()->size() - 1); };
+  // Device addresses (only meaningful when not dry).
+  auto ptr = [&](int id) -> DevicePtr {
+    if (id == -1)
+      return tokens_;
+    if (id == -2)
+      return positions_;
+    return dry ? 0 : buffer(id);
+  };
+  auto attrI = [&](const char *k) -> int64_t {
+    const pl::Attr *a = findAttr(s, k);
+    return a ? a->i() : 0;
+  };
+  auto attrF = [&](const char *k) -> float {
+    const pl::Attr *a = findAttr(s, k);
+    return a ? static_cast<float>(a->f()) : 0.f;
+  };
+  auto weightId = [&](const char *k) -> int64_t { return attrI((std::string("weight.") + k).c_str()); };
+  auto weight = [&](const char *k) -> DevicePtr {
+    return dry ? 0 : weightPtr_[static_cast<size_t>(weightId(k))];
+  };
+  auto go = [&](const Fn &f, unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                unsigned smem, std::vector<void *> args) -> Status {
+    if (dry || gx == 0 || gy == 0 || gz == 0)
+      return Status::ok();
+    return drv_->launch(f.f, gx, gy, gz, threads, 1, 1, smem, stream_, args.data(),
+                        f.k->variant()->str());
+  };
+  auto grow = [&](int64_t &need, int64_t bytes) { need = std::max(need, bytes); };
+  const int64_t layer = s.layer();
+  const uint64_t actBytes = dtypeBytes(plan_.activation_dtype());
+  const uint64_t cacheBytes = dtypeBytes(plan_.kv()->dtype());
+
+  switch (s.op()) {
+  case pl::OpKind::Embed: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "qlinear_embed"));
+    GLM5_ASSIGN_OR_RETURN(launch::QLinearParams lp, launch::qlinearParamsOf(*f.k));
+    const pl::Weight *w = plan_.weights()->Get(static_cast<flatbuffers::uoffset_t>(weightId("table")));
+    int V = static_cast<int>(w->shape()->Get(1)), H = static_cast<int>(w->shape()->Get(0));
+    launch::QLinearGrid g = launch::qlinearGrid(lp, sm, T, V, H);
+    DevicePtr tab = weight("table"), tok = ptr(-1), y = ptr(out(0)), err = embedErr_;
+    return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&tab, &tok, &y, &err, &V, &H});
+  }
+  case pl::OpKind::RmsNorm:
+  case pl::OpKind::LayerNorm: {
+    const bool rms = s.op() == pl::OpKind::RmsNorm;
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, rms ? "rms_norm" : "layer_norm"));
+    GLM5_ASSIGN_OR_RETURN(launch::NormParams np, launch::normParamsOf(*f.k));
+    const int64_t D = lastDim(out(0));
+    int rows = static_cast<int>(T * elems(out(0)) / D);
+    long long ld = D;
+    float eps = attrF("eps");
+    DevicePtr x = ptr(in(0)), w = weight("weight"), y = ptr(out(0));
+    unsigned gx = static_cast<unsigned>(launch::normGrid(np, rows));
+    if (rms)
+      return go(f, gx, 1, 1, static_cast<unsigned>(np.threads), 0, {&x, &w, &y, &rows, &ld, &eps});
+    DevicePtr bias = weight("bias");
+    return go(f, gx, 1, 1, static_cast<unsigned>(np.threads), 0,
+              {&x, &w, &bias, &y, &rows, &ld, &eps});
+  }
+  case pl::OpKind::Linear:
+  case pl::OpKind::Logits: {
+    const pl::Kernel *k = plan_.kernels()->Get(s.kernel());
+    GLM5_ASSIGN_OR_RETURN(launch::QLinearParams lp, launch::qlinearParamsOf(*k));
+    int N = static_cast<int>(elems(out(0))), K = static_cast<int>(elems(in(0)));
+    launch::QLinearGrid g = launch::qlinearGrid(lp, sm, T, N, K);
+    DevicePtr w = weight("weight"), x = ptr(in(0)), y = ptr(out(0));
+    if (lp.kind == launch::QLinearKind::kDecode) {
+      if (T != lp.tokens)
+        return makeStatus(StatusCode::kInvalidArgument,
+                          "the matrix-vector kernel %s was compiled for %d tokens, not %" PRId64,
+                          k->variant()->c_str(), lp.tokens, T);
+      grow(needs_.splitWs, g.workspaceBytes);
+      grow(needs_.splitCounters, g.counters * 4);
+      GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "qlinear_decode"));
+      DevicePtr ws = splitWs_, ctr = splitCounters_;
+      int kps = g.kPerSplit;
+      return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&w, &x, &y, &ws, &ctr, &N, &K, &kps});
+    }
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "qlinear_prefill"));
+    int t = static_cast<int>(T);
+    return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&w, &x, &y, &t, &N, &K});
+  }
+  case pl::OpKind::HeadLinear: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "head_linear"));
+    GLM5_ASSIGN_OR_RETURN(launch::HeadLinearParams hp, launch::headLinearParamsOf(*f.k));
+    launch::HeadLinearGrid g = launch::headLinearGrid(hp, sm, T);
+    DevicePtr w = weight("weight"), x = ptr(in(0)), y = ptr(out(0));
+    int t = static_cast<int>(T), b = static_cast<int>(hp.b), H = static_cast<int>(hp.heads);
+    return go(f, g.gridX, g.gridY, g.gridZ, g.threads, g.smem, {&w, &x, &y, &t, &b, &H});
+  }
+  case pl::OpKind::Slice: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "slice_copy"));
+    GLM5_ASSIGN_OR_RETURN(launch::SliceParams sp, launch::sliceParamsOf(*f.k));
+    int inW = static_cast<int>(lastDim(in(0))), outW = static_cast<int>(lastDim(out(0)));
+    int off = static_cast<int>(attrI("offset"));
+    long long rows = T * elems(in(0)) / inW;
+    launch::SliceGrid g = launch::sliceGrid(sp, sm, rows, inW, outW, off);
+    DevicePtr x = ptr(in(0)), y = ptr(out(0));
+    return go(f, g.gridX, 1, 1, g.threads, 0, {&x, &y, &rows, &inW, &outW, &off});
+  }
+  case pl::OpKind::Rope: {
+    // The kernel rotates in place: copy the input to the output first.
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "rope"));
+    DevicePtr y = ptr(out(0)), pos = ptr(-2);
+    float theta = attrF("theta");
+    if (!dry)
+      GLM5_RETURN_IF_ERROR(drv_->copyDeviceToDevice(y, ptr(in(0)), bufferBytes(out(0), T), stream_));
+    return go(f, static_cast<unsigned>(launch::ropeGrid(T)), 1, 1,
+              static_cast<unsigned>(f.k->threads()), 0, {&y, &pos, &theta});
+  }
+  case pl::OpKind::CacheAppend:
+  case pl::OpKind::RopeCacheAppend: {
+    const bool rot = s.op() == pl::OpKind::RopeCacheAppend;
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, rot ? "rope_cache_append" : "cache_append"));
+    GLM5_ASSIGN_OR_RETURN(launch::CacheAppendParams cp, launch::cacheAppendParamsOf(*f.k));
+    DevicePtr lat = ptr(in(1)), rk = ptr(in(2)), ik = ptr(in(3)), pos = ptr(-2), seq = seqIds_;
+    long long ldl = lastDim(in(1)), ldr = lastDim(in(2)), ldi = lastDim(in(3));
+    DevicePtr bt = blockTable_;
+    int pps = static_cast<int>(table_->pagesPerSeq());
+    DevicePtr kvl = kv_ + static_cast<uint64_t>(layer * slots_ * (geometry_.latent + geometry_.rope)) * cacheBytes;
+    DevicePtr ixl = index_ + static_cast<uint64_t>(layer * slots_ * geometry_.indexDim) * cacheBytes;
+    long long ns = slots_;
+    int t = static_cast<int>(T);
+    float theta = attrF("theta");
+    return go(f, static_cast<unsigned>(launch::cacheAppendGrid(cp, T)), 1, 1,
+              static_cast<unsigned>(cp.threads), 0,
+              {&lat, &ldl, &rk, &ldr, &ik, &ldi, &pos, &seq, &bt, &pps, &kvl, &ixl, &ns, &t, &theta});
+  }
+  case pl::OpKind::IndexerScore: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "indexer_score"));
+    GLM5_ASSIGN_OR_RETURN(launch::IndexerScoreParams ip, launch::indexerScoreParamsOf(*f.k));
+    const int64_t cols = last + 1;
+    launch::IndexerScoreGrid g = launch::indexerScoreGrid(ip, sm, T, cols);
+    DevicePtr q = ptr(in(0)), w = ptr(in(1)), pos = ptr(-2), sc = ptr(out(0)), bt = blockTable_;
+    DevicePtr keys = index_ + static_cast<uint64_t>(layer * slots_ * geometry_.indexDim) * cacheBytes;
+    int bts = static_cast<int>(table_->pagesPerSeq()), rps = static_cast<int>(T);
+    int ld = static_cast<int>(capacity_), nCols = static_cast<int>(cols);
+    int ns = static_cast<int>(slots_), chunk = g.chunk;
+    float scale = attrF("scale");
+    return go(f, g.gridX, g.gridY, 1, g.threads, g.smem,
+              {&q, &w, &keys, &bt, &bts, &rps, &pos, &sc, &ld, &nCols, &ns, &chunk, &scale});
+  }
+  case pl::OpKind::TopK: {
+    GLM5_ASSIGN_OR_RETURN(launch::TopKParams tp,
+                          launch::topKParamsOf(*plan_.kernels()->Get(s.kernel())));
+    int k = static_cast<int>(attrI("k"));
+    const int64_t cols = last + 1;
+    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k);
+    grow(needs_.topkWs, g.workspaceBytes);
+    grow(needs_.topkPos, T * k * 4);
+    DevicePtr sc = ptr(in(0)), pos = ptr(-2), idx = topkPos_, slots = ptr(out(0)), bt = blockTable_;
+    DevicePtr ws = topkWs_;
+    int ld = static_cast<int>(capacity_), nCols = static_cast<int>(cols);
+    int bts = static_cast<int>(table_->pagesPerSeq()), rps = static_cast<int>(T);
+    const unsigned threads = static_cast<unsigned>(tp.threads);
+    // The kernels write positions (`indices`, kept for --check) and physical slots (the step's
+    // output, what sparse MLA gathers by).
+    if (!g.multi()) {
+      GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "topk_row"));
+      return go(f, static_cast<unsigned>(T), 1, 1, threads, static_cast<unsigned>(tp.rowSmem),
+                {&sc, &ld, &nCols, &pos, &k, &idx, &slots, &bt, &bts, &rps});
+    }
+    GLM5_ASSIGN_OR_RETURN(Fn h, fn(s, 0, "topk_seg_hist0"));
+    GLM5_ASSIGN_OR_RETURN(Fn c, fn(s, 0, "topk_seg_collect"));
+    int seg = g.segmentLen;
+    GLM5_RETURN_IF_ERROR(go(h, static_cast<unsigned>(g.segments), static_cast<unsigned>(T), 1,
+                            threads, 0, {&sc, &ld, &nCols, &pos, &k, &ws, &seg}));
+    return go(c, static_cast<unsigned>(g.segments), static_cast<unsigned>(T), 1, threads,
+              static_cast<unsigned>(tp.collectSmem),
+              {&sc, &ld, &nCols, &pos, &k, &ws, &seg, &idx, &slots, &bt, &bts, &rps});
+  }
+  case pl::OpKind::SparseMla: {
+    GLM5_ASSIGN_OR_RETURN(launch::SparseMlaParams mp,
+                          launch::sparseMlaParamsOf(*plan_.kernels()->Get(s.kernel())));
+    const int64_t H = buf(in(0)).shape()->Get(0);
+    launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
+    DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));
+    DevicePtr kvl = kv_ + static_cast<uint64_t>(layer * slots_ * (geometry_.latent + geometry_.rope)) * cacheBytes;
+    int heads = static_cast<int>(H), ns = static_cast<int>(slots_);
+    float scale = attrF("scale");
+    if (mp.f32) {
+      GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "sparse_mla_f32"));
+      return go(f, g.gridX, g.gridY, 1, g.threads, g.smem,
+                {&ql, &qr, &kvl, &idx, &o, &lse, &heads, &ns, &scale});
+    }
+    grow(needs_.mlaOPart, g.oPartBytes);
+    grow(needs_.mlaLsePart, g.lsePartBytes);
+    GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
+    GLM5_ASSIGN_OR_RETURN(Fn c, fn(s, 0, "sparse_mla_combine"));
+    DevicePtr op = mlaOPart_, lp = mlaLsePart_;
+    int splits = g.splits, per = g.tokensPerSplit;
+    float scaleLog2 = scale * 1.4426950408889634f;
+    GLM5_RETURN_IF_ERROR(go(d, g.gridX, g.gridY, 1, g.threads, g.smem,
+                            {&ql, &qr, &kvl, &idx, &op, &lp, &heads, &ns, &splits, &per, &scaleLog2}));
+    return go(c, g.combineGridX, 1, 1, g.combineThreads, 0, {&op, &lp, &o, &lse, &splits});
+  }
+  case pl::OpKind::MoERouter: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "moe_router"));
+    GLM5_ASSIGN_OR_RETURN(launch::MoeRouterParams rp, launch::moeRouterParamsOf(*f.k));
+    launch::MoeRouterGrid g = launch::moeRouterGrid(rp, sm, T);
+    grow(needs_.routerLogits, g.logitsBytes);
+    grow(needs_.routerCounters, g.counters * 4);
+    DevicePtr x = ptr(in(0)), w = weight("weight"), bias = weight("bias"), lg = routerLogits_;
+    DevicePtr ctr = routerCounters_, wts = ptr(out(0)), ids = ptr(out(1));
+    float scale = attrF("scale");
+    return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&x, &w, &bias, &lg, &ctr, &wts, &ids, &scale});
+  }
+  case pl::OpKind::MoEExperts: {
+    // moe_group -> moe_expert_gate_up -> moe_expert_down -> moe_combine.
+    GLM5_ASSIGN_OR_RETURN(Fn group, fn(s, 0, "moe_group"));
+    GLM5_ASSIGN_OR_RETURN(Fn combine, fn(s, 0, "moe_combine"));
+    GLM5_ASSIGN_OR_RETURN(Fn gu, fn(s, 1, "moe_expert_gate_up"));
+    GLM5_ASSIGN_OR_RETURN(Fn dn, fn(s, 2, "moe_expert_down"));
+    GLM5_ASSIGN_OR_RETURN(launch::MoeFfnParams gp, launch::moeFfnParamsOf(*gu.k));
+    GLM5_ASSIGN_OR_RETURN(launch::MoeFfnParams dp, launch::moeFfnParamsOf(*dn.k));
+    launch::MoeFfnGrid gg = launch::moeFfnGrid(gp, T), dg = launch::moeFfnGrid(dp, T);
+    grow(needs_.moePairs, gg.pairs);
+    grow(needs_.moeH, gg.hBytes);
+    grow(needs_.moeOut, gg.pairs * dp.hidden * 4);
+    DevicePtr x = ptr(in(0)), wts = ptr(in(1)), ids = ptr(in(2)), y = ptr(out(0));
+    DevicePtr off = moeOffsets_, pairOf = moePairOf_, h = moeH_, eo = moeOut_;
+    DevicePtr wg = weight("gate"), wu = weight("up"), wd = weight("down");
+    int pairs = static_cast<int>(gg.pairs), t = static_cast<int>(T);
+    GLM5_RETURN_IF_ERROR(go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0,
+                            {&ids, &pairs, &off, &pairOf}));
+    GLM5_RETURN_IF_ERROR(go(gu, gg.gridX, gg.gridY, 1, gg.threads, gg.smem,
+                            {&x, &wg, &wu, &off, &pairOf, &h}));
+    GLM5_RETURN_IF_ERROR(go(dn, dg.gridX, dg.gridY, 1, dg.threads, dg.smem,
+                            {&h, &wd, &off, &pairOf, &eo}));
+    return go(combine, static_cast<unsigned>(T), 1, 1, static_cast<unsigned>(combine.k->threads()),
+              0, {&eo, &wts, &y, &t});
+  }
+  case pl::OpKind::SwiGLUMul:
+  case pl::OpKind::Add: {
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, s.op() == pl::OpKind::Add ? "add" : "swiglu_mul"));
+    long long n = T * elems(out(0));
+    DevicePtr a = ptr(in(0)), b = ptr(in(1)), y = ptr(out(0));
+    unsigned gx = static_cast<unsigned>(launch::pointwiseGrid(f.k->threads(), sm, n));
+    return go(f, gx, 1, 1, static_cast<unsigned>(f.k->threads()), 0, {&a, &b, &y, &n});
+  }
+  case pl::OpKind::MoEGate:
+  case pl::OpKind::SwiGLU:
+    break;
+  }
+  (void)actBytes;
+  return makeStatus(StatusCode::kUnimplemented,
+                    "op kind %s has no GPU kernel (the compiler's glm-pipeline fuses or lowers "
+                    "it; recompile the plan)",
+                    plan::opKindName(s.op()));
+}
+
+// The host-side view of output `o` of step `s` (see StepTrace): where it lives, its dtype, its
+// row count, values per row and row stride.
+struct Backend::OutputView {
+  DevicePtr ptr;
+  pl::DType dtype;
+  int64_t rows, cols, ld;
+};
+
+Backend::OutputView Backend::outputView(const pl::Step &s, int o, int64_t T, int64_t last) const {
+  const int id = s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(o));
+  const pl::Buffer *b = plan_.buffers()->Get(id);
+  if (s.op() == pl::OpKind::TopK) {
+    const int64_t k = findAttr(s, "k") ? findAttr(s, "k")->i() : 0;
+    return {topkPos_, pl::DType::I32, T, k, k};
+  }
+  if (b->per_context())
+    return {buffer(id), b->dtype(), T, last + 1, capacity_};
+  const int64_t n = static_cast<int64_t>(b->elems_per_token());
+  return {buffer(id), b->dtype(), T, n, n};
+}
+
+Status Backend::traceStep(const std::string &entry, const pl::Step &s, int index, int64_t T,
+                          int64_t last, const int32_t *positions) {
+  if (!s.outputs() || s.outputs()->size() == 0)
+    return Status::ok();
+  GLM5_RETURN_IF_ERROR(drv_->synchronize(stream_));
+  std::vector<std::vector<float>> outs;
+  for (int o = 0; o < static_cast<int>(s.outputs()->size()); ++o) {
+    const OutputView w = outputView(s, o, T, last);
+    const uint64_t eb = dtypeBytes(w.dtype);
+    std::vector<uint8_t> raw(static_cast<size_t>(w.rows * w.ld) * eb);
+    GLM5_RETURN_IF_ERROR(drv_->copyToHost(raw.data(), w.ptr, raw.size()));
+    std::vector<float> v(static_cast<size_t>(w.rows * w.cols));
+    for (int64_t r = 0; r < w.rows; ++r)
+      for (int64_t c = 0; c < w.cols; ++c) {
+        const uint8_t *e = raw.data() + static_cast<size_t>(r * w.ld + c) * eb;
+        float &x = v[static_cast<size_t>(r * w.cols + c)];
+        if (w.dtype == pl::DType::BF16) {
+          uint16_t h;
+          std::memcpy(&h, e, 2);
+          x = bf16ToFloat(h);
+        } else if (w.dtype == pl::DType::I32) {
+          int32_t i;
+          std::memcpy(&i, e, 4);
+          x = static_cast<float>(i);
+        } else {
+          std::memcpy(&x, e, 4);
+        }
+      }
+    outs.push_back(std::move(v));
+  }
+  traceLast_ = last;
+  trace_({&entry, &s, index, &outs, T, positions});
+  return Status::ok();
+}
+
+Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector<float>> &values) {
+  const pl::Step &s = *t.step;
+  if (!s.outputs() || values.size() != s.outputs()->size())
+    return makeStatus(StatusCode::kInvalidArgument, "step %s: %zu outputs given, it has %u",
+                      s.name()->c_str(), values.size(), s.outputs() ? s.outputs()->size() : 0);
+  for (int o = 0; o < static_cast<int>(values.size()); ++o) {
+    const OutputView w = outputView(s, o, t.T, traceLast_);
+    const std::vector<float> &v = values[static_cast<size_t>(o)];
+    if (static_cast<int64_t>(v.size()) != w.rows * w.cols)
+      return makeStatus(StatusCode::kInvalidArgument, "step %s output %d: %zu values, not %" PRId64,
+                        s.name()->c_str(), o, v.size(), w.rows * w.cols);
+    const uint64_t eb = dtypeBytes(w.dtype);
+    std::vector<uint8_t> raw(static_cast<size_t>(w.rows * w.ld) * eb);
+    GLM5_RETURN_IF_ERROR(drv_->copyToHost(raw.data(), w.ptr, raw.size()));
+    for (int64_t r = 0; r < w.rows; ++r)
+      for (int64_t c = 0; c < w.cols; ++c) {
+        uint8_t *e = raw.data() + static_cast<size_t>(r * w.ld + c) * eb;
+        const float x = v[static_cast<size_t>(r * w.cols + c)];
+        if (w.dtype == pl::DType::BF16) {
+          uint16_t h = floatToBf16(x);
+          std::memcpy(e, &h, 2);
+        } else if (w.dtype == pl::DType::I32) {
+          int32_t i = static_cast<int32_t>(x);
+          std::memcpy(e, &i, 4);
+        } else {
+          std::memcpy(e, &x, 4);
+        }
+      }
+    GLM5_RETURN_IF_ERROR(drv_->copyToDevice(w.ptr, raw.data(), raw.size()));
+    if (s.op() == pl::OpKind::TopK) {
+      // The step's own output holds the physical slots of the positions.
+      std::vector<int32_t> slots(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        slots[i] = v[i] < 0 ? -1 : static_cast<int32_t>(table_->slot(0, static_cast<int64_t>(v[i])));
+      GLM5_RETURN_IF_ERROR(drv_->copyToDevice(buffer(s.outputs()->Get(0)), slots.data(),
+                                              slots.size() * 4));
+    }
+  }
+  return Status::ok();
+}
+
+Status Backend::run(const std::string &entry, const int32_t *tokens, const int32_t *positions,
+                    int64_t T, std::vector<float> *logits) {
+  const pl::EntryPoint *ep = nullptr;
+  for (const pl::EntryPoint *e : *plan_.entries())
+    if (e->name()->str() == entry)
+      ep = e;
+  if (!ep)
+    return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());
+  const int64_t maxT = ep->max_tokens() > 0 ? std::min<int64_t>(ep->max_tokens(), chunk_) : chunk_;
+  if (T <= 0 || T > maxT)
+    return makeStatus(StatusCode::kInvalidArgument, "%s takes 1..%" PRId64 " tokens, not %" PRId64,
+                      entry.c_str(), maxT, T);
+  for (int64_t t = 0; t < T; ++t) {
+    if (positions[t] != positions[0] + t)
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "the positions of one call must be consecutive (index %" PRId64 ": %d)",
+                        t, positions[t]);
+    if (tokens[t] < 0 || tokens[t] >= vocab())
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "token %d at index %" PRId64 " is outside the vocabulary of %" PRId64,
+                        tokens[t], t, vocab());
+  }
+  const int64_t last = positions[T - 1];
+  if (positions[0] < 0 || last >= capacity_)
+    return makeStatus(StatusCode::kResourceExhausted,
+                      "position %" PRId64 " is beyond the context capacity of %" PRId64
+                      " tokens (raise --ctx)",
+                      last, capacity_);
+  GLM5_RETURN_IF_ERROR(table_->reserve(*pool_, 0, last + 1));
+  if (table_->mappedTokens(0) != tableUploaded_) {
+    GLM5_RETURN_IF_ERROR(drv_->copyToDevice(blockTable_, table_->data(),
+                                            static_cast<size_t>(table_->pagesPerSeq()) * 4));
+    tableUploaded_ = table_->mappedTokens(0);
+  }
+  GLM5_RETURN_IF_ERROR(drv_->copyToDevice(tokens_, tokens, static_cast<size_t>(T) * 4));
+  GLM5_RETURN_IF_ERROR(drv_->copyToDevice(positions_, positions, static_cast<size_t>(T) * 4));
+  int index = 0;
+  for (const pl::Step *s : *ep->steps()) {
+    Status st = launchStep(*s, T, last, /*dry=*/false);
+    if (st.isOk() && trace_)
+      st = traceStep(entry, *s, index, T, last, positions);
+    if (!st.isOk())
+      return st.withContext(strFormat("%s step %d (%s %s)", entry.c_str(), index,
+                                      plan::opKindName(s->op()), s->name()->c_str()));
+    ++index;
+  }
+  GLM5_RETURN_IF_ERROR(drv_->synchronize(stream_).withContext(entry));
+  int32_t bad = 0;
+  GLM5_RETURN_IF_ERROR(drv_->copyToHost(&bad, embedErr_, 4));
+  if (bad != 0)
+    return makeStatus(StatusCode::kInternal, "the embedding kernel saw an out-of-range token at "
+                      "index %d", bad - 1);
+  const int out = ep->output();
+  const pl::Buffer *ob = plan_.buffers()->Get(out);
+  const int64_t n = T * static_cast<int64_t>(ob->elems_per_token());
+  logits->resize(static_cast<size_t>(n));
+  if (ob->dtype() == pl::DType::BF16) {
+    std::vector<uint16_t> raw(static_cast<size_t>(n));
+    GLM5_RETURN_IF_ERROR(drv_->copyToHost(raw.data(), buffer(out), raw.size() * 2));
+    for (int64_t i = 0; i < n; ++i)
+      (*logits)[static_cast<size_t>(i)] = bf16ToFloat(raw[static_cast<size_t>(i)]);
+  } else {
+    GLM5_RETURN_IF_ERROR(drv_->copyToHost(logits->data(), buffer(out), static_cast<size_t>(n) * 4));
+  }
+  return Status::ok();
+}
+
+} // namespace glm5rt::cuda

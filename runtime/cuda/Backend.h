@@ -1,0 +1,131 @@
+// The cuda backend: runs a GPU plan's step lists with the plan's kernels through the CUDA driver
+// API (runtime/cuda/Driver), on one stream.
+//
+// Memory, all allocated in create() so a run never allocates:
+//   - weights: one device allocation holding every tensor of the plan's weight table in its GGUF
+//     quant format (the kernels dequantize in registers), uploaded from the mapped GGUF with a
+//     progress line;
+//   - the activation arena: max over entry points of arena_bytes_per_token x chunk capacity
+//     (buffer b lives at offset_per_token(b) x chunk capacity; the plan's liveness-based
+//     assignment makes buffers share bytes);
+//   - per-context buffers (indexer scores, [chunk, context] fp32): slots shared by buffers whose
+//     lifetimes do not overlap;
+//   - the paged KV cache: per layer [slots, latent + rope] and [slots, index_dim] in the plan's
+//     cache dtype, slots = pages x kv.page_size, pages from --ctx or from free memory
+//     (runtime/kv), one block table for the one sequence;
+//   - workspaces (split-K partials and counters, router logits, MoE grouping, top-k state, sparse
+//     MLA partials), sized by a dry run of every step's launch geometry over every chunk length;
+//     counters and the top-k state are zeroed once (every complete launch re-arms them).
+//
+// Launch geometry comes from runtime/launch (the same functions the compiler's registry uses),
+// the argument order from each kernel's signature in codegen/kernels (one launcher per op kind,
+// below in Backend.cpp).
+#pragma once
+
+#include "runtime/backend/Backend.h"
+#include "runtime/cuda/Driver.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "runtime/kv/PagedKv.h"
+#include "runtime/plan/Plan.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace glm5rt::cuda {
+
+struct BackendOptions {
+  int64_t contextTokens = 0; // --ctx; 0: as much as the free memory holds (model context max)
+  int64_t chunk = 512;       // most tokens of one prefill call
+  bool progress = true;      // weight upload progress on stderr
+};
+
+class Backend : public glm5rt::Backend {
+public:
+  static StatusOr<std::unique_ptr<Backend>> create(const plan::LoadedPlan &plan,
+                                                   const gguf::GgufFile &gguf,
+                                                   const BackendOptions &options);
+  ~Backend() override;
+
+  Status run(const std::string &entry, const int32_t *tokens, const int32_t *positions, int64_t T,
+             std::vector<float> *logits) override;
+  int64_t contextCapacity() const override { return capacity_; }
+  int64_t vocab() const override { return plan_.config()->vocab(); }
+  int64_t maxChunk() const override { return chunk_; }
+  const char *name() const override { return "cuda"; }
+
+  Status setStepOutputs(const StepTrace &t,
+                        const std::vector<std::vector<float>> &values) override;
+
+  const DeviceInfo &device() const { return drv_->info(); }
+  uint64_t weightBytes() const { return weightBytes_; }
+  uint64_t deviceBytes() const { return allocated_; }
+
+private:
+  explicit Backend(const glm5::plan::Plan &p) : plan_(p) {}
+
+  // Workspace sizes (bytes) the launches need; the dry run takes the maximum over every step and
+  // chunk length.
+  struct Needs {
+    int64_t splitWs = 0, splitCounters = 0;     // qlinear decode split-K
+    int64_t routerLogits = 0, routerCounters = 0;
+    int64_t moePairs = 0, moeH = 0, moeOut = 0; // routed experts
+    int64_t topkWs = 0, topkPos = 0;
+    int64_t mlaOPart = 0, mlaLsePart = 0;
+  };
+  struct Fn {
+    Function f = nullptr;
+    const glm5::plan::Kernel *k = nullptr;
+  };
+
+  Status alloc(DevicePtr *p, uint64_t bytes, const std::string &what);
+  Status loadKernels();
+  Status uploadWeights(const gguf::GgufFile &gguf, bool progress);
+  Status planMemory(const BackendOptions &o);
+  // The kernel of a step (primary: part 0; extra kernels 1..) and its entry `name`.
+  StatusOr<Fn> fn(const glm5::plan::Step &s, int part, const char *name) const;
+  // Launches step `s` for T tokens whose last position is `last` (cached positions 0..last).
+  // dry: only accumulates the workspace sizes into needs_.
+  Status launchStep(const glm5::plan::Step &s, int64_t T, int64_t last, bool dry);
+  Status traceStep(const std::string &entry, const glm5::plan::Step &s, int index, int64_t T,
+                   int64_t last, const int32_t *positions);
+
+  struct OutputView;
+  OutputView outputView(const glm5::plan::Step &s, int o, int64_t T, int64_t last) const;
+  DevicePtr buffer(int id) const;
+  uint64_t bufferBytes(int id, int64_t T) const;
+
+  const glm5::plan::Plan &plan_;
+  Driver *drv_ = nullptr;
+  Stream stream_ = nullptr;
+  std::vector<Module> modules_;
+  std::vector<std::map<std::string, Function>> functions_; // per plan kernel, by entry
+  std::vector<DevicePtr> allocations_;
+  uint64_t allocated_ = 0;
+
+  DevicePtr weights_ = 0;
+  uint64_t weightBytes_ = 0;
+  std::vector<DevicePtr> weightPtr_; // per plan weight
+
+  int64_t chunk_ = 0;    // the arena's token capacity
+  int64_t capacity_ = 0; // cached positions
+  DevicePtr arena_ = 0;
+  std::vector<DevicePtr> perContext_; // per buffer id (0 when in the arena)
+
+  kv::KvGeometry geometry_;
+  int64_t slots_ = 0;
+  std::unique_ptr<kv::PagePool> pool_;
+  std::unique_ptr<kv::BlockTable> table_;
+  int64_t tableUploaded_ = -1; // mapped tokens when the device copy was made
+  DevicePtr kv_ = 0, index_ = 0, blockTable_ = 0;
+
+  Needs needs_;
+  int64_t traceLast_ = 0; // last position of the call being traced
+  DevicePtr tokens_ = 0, positions_ = 0, seqIds_ = 0, embedErr_ = 0;
+  DevicePtr splitWs_ = 0, splitCounters_ = 0, routerLogits_ = 0, routerCounters_ = 0;
+  DevicePtr moeOffsets_ = 0, moePairOf_ = 0, moeH_ = 0, moeOut_ = 0;
+  DevicePtr topkWs_ = 0, topkPos_ = 0, mlaOPart_ = 0, mlaLsePart_ = 0;
+};
+
+} // namespace glm5rt::cuda
