@@ -154,10 +154,10 @@ std::string CheckingBackend::report() const {
                             test_->name(), ref_->name(), calls_, static_cast<long long>(compared_),
                             options_.isolate ? " (each step on the reference's inputs)" : "",
                             options_.tolerance, options_.topkTolerance);
-  r += strFormat("  logits (%s): largest relative error %.3g\n",
-                 options_.isolate ? "each call's last step on the reference's inputs"
-                                  : "free-running",
-                 worstLogitsError_);
+  // Isolated, the logits are the reference's (the last step's outputs are replaced too); its
+  // own error is the Logits step's, among the step errors.
+  if (!options_.isolate)
+    r += strFormat("  logits, free-running: largest relative error %.3g\n", worstLogitsError_);
   if (!worstValue_.step.empty())
     r += "  largest value error: " + line(worstValue_) + "\n";
   if (!worstSelection_.step.empty())
