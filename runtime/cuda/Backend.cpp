@@ -77,6 +77,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   if (o.chunk < 1 || o.chunk > (1 << 20))
     return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
   std::unique_ptr<Backend> b(new Backend(p));
+  b->useGraphs_ = o.graphs;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
   GLM5_RETURN_IF_ERROR(b->loadKernels());
   GLM5_RETURN_IF_ERROR(b->drv_->streamCreate(&b->stream_));
@@ -690,6 +691,19 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
   }
   GLM5_RETURN_IF_ERROR(drv_->copyToDevice(tokens_, tokens, static_cast<size_t>(T) * 4));
   GLM5_RETURN_IF_ERROR(drv_->copyToDevice(positions_, positions, static_cast<size_t>(T) * 4));
+  GLM5_RETURN_IF_ERROR(drv_->memsetD8(embedErr_, 0, 4));
+  // One-token steps replay a CUDA graph of the whole step list (captured at the first call;
+  // the indexer and top-k then take the cache capacity as their column bound, which is exact:
+  // both kernels bound each row by its position). Traced runs launch step by step.
+  const bool graph = useGraphs_ && !trace_ && ep->max_tokens() == 1;
+  if (graph && decodeGraphFailed_.isOk()) {
+    if (!decodeGraph_)
+      decodeGraphFailed_ = captureGraph(*ep);
+    if (decodeGraph_) {
+      GLM5_RETURN_IF_ERROR(drv_->graphLaunch(decodeGraph_, stream_).withContext(entry));
+      return finishRun(*ep, T, logits);
+    }
+  }
   int index = 0;
   for (const pl::Step *s : *ep->steps()) {
     Status st = launchStep(*s, T, last, /*dry=*/false);
@@ -700,13 +714,34 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
                                       plan::opKindName(s->op()), s->name()->c_str()));
     ++index;
   }
+  return finishRun(*ep, T, logits);
+}
+
+Status Backend::captureGraph(const pl::EntryPoint &ep) {
+  GLM5_RETURN_IF_ERROR(drv_->beginCapture(stream_));
+  Status st;
+  for (const pl::Step *s : *ep.steps()) {
+    st = launchStep(*s, 1, capacity_ - 1, /*dry=*/false);
+    if (!st.isOk())
+      break;
+  }
+  Graph g = nullptr;
+  Status end = drv_->endCapture(stream_, &g);
+  GLM5_RETURN_IF_ERROR(st);
+  GLM5_RETURN_IF_ERROR(end);
+  GLM5_RETURN_IF_ERROR(drv_->instantiate(&decodeGraph_, g));
+  return Status::ok();
+}
+
+Status Backend::finishRun(const pl::EntryPoint &ep, int64_t T, std::vector<float> *logits) {
+  const std::string entry = ep.name()->str();
   GLM5_RETURN_IF_ERROR(drv_->synchronize(stream_).withContext(entry));
   int32_t bad = 0;
   GLM5_RETURN_IF_ERROR(drv_->copyToHost(&bad, embedErr_, 4));
   if (bad != 0)
     return makeStatus(StatusCode::kInternal, "the embedding kernel saw an out-of-range token at "
                       "index %d", bad - 1);
-  const int out = ep->output();
+  const int out = ep.output();
   const pl::Buffer *ob = plan_.buffers()->Get(out);
   const int64_t n = T * static_cast<int64_t>(ob->elems_per_token());
   logits->resize(static_cast<size_t>(n));

@@ -39,6 +39,7 @@ struct BackendOptions {
   int64_t contextTokens = 0; // --ctx; 0: as much as the free memory holds (model context max)
   int64_t chunk = 512;       // most tokens of one prefill call
   bool progress = true;      // weight upload progress on stderr
+  bool graphs = true;        // replay one-token steps as a CUDA graph
 };
 
 class Backend : public glm5rt::Backend {
@@ -88,6 +89,9 @@ private:
   // Launches step `s` for T tokens whose last position is `last` (cached positions 0..last).
   // dry: only accumulates the workspace sizes into needs_.
   Status launchStep(const glm5::plan::Step &s, int64_t T, int64_t last, bool dry);
+  Status captureGraph(const glm5::plan::EntryPoint &ep);
+  // Synchronizes, checks the embedding's token check and downloads the logits.
+  Status finishRun(const glm5::plan::EntryPoint &ep, int64_t T, std::vector<float> *logits);
   Status traceStep(const std::string &entry, const glm5::plan::Step &s, int index, int64_t T,
                    int64_t last, const int32_t *positions);
 
@@ -120,6 +124,9 @@ private:
   int64_t tableUploaded_ = -1; // mapped tokens when the device copy was made
   DevicePtr kv_ = 0, index_ = 0, blockTable_ = 0;
 
+  bool useGraphs_ = true;
+  GraphExec decodeGraph_ = nullptr;
+  Status decodeGraphFailed_; // a failed capture: later calls launch step by step
   Needs needs_;
   int64_t traceLast_ = 0; // last position of the call being traced
   DevicePtr tokens_ = 0, positions_ = 0, seqIds_ = 0, embedErr_ = 0;

@@ -45,7 +45,8 @@ const char *kUsage =
     "  host plans). --check: runs every step on cuda and on host, each cuda step from host's\n"
     "  outputs of the step before, and reports the steps whose outputs differ by more than TOL\n"
     "  (relative; default 3e-2 for bf16 plans, 1e-3 for f32); --check-free: both run freely\n"
-    "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512).\n";
+    "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512);\n"
+    "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step).\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -99,6 +100,7 @@ struct DeviceChoice {
   std::string device; // "", "cuda" or "host"; "" = from the plan
   bool check = false;
   bool isolate = true;  // --check: each step on the reference's inputs; --check-free: not
+  bool graphs = true;   // --no-graph: decode steps launched one by one
   double tolerance = 0; // 0 = from the plan's activation dtype
 };
 
@@ -118,6 +120,7 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     glm5rt::cuda::BackendOptions o;
     o.contextTokens = ctx;
     o.chunk = chunk;
+    o.graphs = choice.graphs;
     GLM5_ASSIGN_OR_RETURN(auto b, glm5rt::cuda::Backend::create(plan, gguf, o));
     std::fprintf(stderr, "glm5-run: cuda on %s (sm_%d%d, %d SMs): %s, weights %.1f MB, %s of "
                  "device memory, context %lld tokens\n",
@@ -209,6 +212,8 @@ int cmdScore(int argc, char **argv) {
       ++i;
     } else if (a == "--check" || a == "--check-free") {
       i += parseCheck(i, argc, argv, &dc);
+    } else if (a == "--no-graph") {
+      dc.graphs = false;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
       ++i;
@@ -366,6 +371,9 @@ int cmdGenerate(int argc, char **argv) {
       dc.device = v;
     } else if (a == "--check" || a == "--check-free") {
       i += parseCheck(i, argc, argv, &dc);
+      continue;
+    } else if (a == "--no-graph") {
+      dc.graphs = false;
       continue;
     } else if (a == "--chat") {
       chat = true;
