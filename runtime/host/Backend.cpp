@@ -115,6 +115,26 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
   return Status::ok();
 }
 
+Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector<float>> &values) {
+  const pl::Step &s = *t.step;
+  if (!s.outputs() || values.size() != s.outputs()->size())
+    return makeStatus(StatusCode::kInvalidArgument, "step %s: %zu outputs given, it has %u",
+                      s.name()->c_str(), values.size(), s.outputs() ? s.outputs()->size() : 0);
+  for (size_t o = 0; o < values.size(); ++o) {
+    const int out = s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(o));
+    const size_t have = plan_.buffers()->Get(out)->dtype() == pl::DType::I32 ? i_[out].size()
+                                                                             : f_[out].size();
+    if (values[o].size() != have)
+      return makeStatus(StatusCode::kInvalidArgument, "step %s output %zu: %zu values, not %zu",
+                        s.name()->c_str(), o, values[o].size(), have);
+    if (plan_.buffers()->Get(out)->dtype() == pl::DType::I32)
+      i_[out].assign(values[o].begin(), values[o].end());
+    else
+      f_[out] = values[o];
+  }
+  return Status::ok();
+}
+
 Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
                         const int32_t *positions) {
   auto attrI = [&](const char *k) -> int64_t {

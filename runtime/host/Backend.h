@@ -29,6 +29,8 @@ public:
   int64_t vocab() const override { return plan_.config()->vocab(); }
   int64_t maxChunk() const override { return int64_t(1) << 30; }
   const char *name() const override { return "host"; }
+  Status setStepOutputs(const StepTrace &t,
+                        const std::vector<std::vector<float>> &values) override;
 
 private:
   Backend(const glm5::plan::Plan &p) : plan_(p) {}

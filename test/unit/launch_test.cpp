@@ -1,6 +1,7 @@
 // Launch geometry from the plan's kernel params (runtime/launch): the params round-trip through
 // a plan kernel, the grid formulas give the expected numbers, and malformed params are refused
 // naming the key.
+#include "runtime/launch/Attention.h"
 #include "runtime/launch/Elementwise.h"
 #include "runtime/launch/HeadLinear.h"
 #include "runtime/launch/Moe.h"
@@ -244,6 +245,113 @@ TEST(Launch, ElementwiseGrids) {
   EXPECT_EQ(pointwiseGrid(256, 188, 1), 1);
   EXPECT_EQ(pointwiseGrid(256, 188, 256 * 100), 100);
   EXPECT_EQ(pointwiseGrid(256, 188, int64_t(1) << 30), 8 * 188); // grid-stride covers the rest
+}
+
+TEST(Launch, IndexerScoreChunksCoverOneWave) {
+  IndexerScoreParams p;
+  p.threads = 128;
+  p.dynamicSmem = 49152;
+  p.tileN = 64;
+  p.ctasPerSm = 4;
+  p.heads = 32;
+  p.page = 64;
+  FakeKernel k(indexerScoreParamList(p));
+  auto back = indexerScoreParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->tileN, 64);
+  EXPECT_EQ(back->ctasPerSm, 4);
+  EXPECT_EQ(back->heads, 32);
+  EXPECT_EQ(back->page, 64);
+  // Decode, 8192 cached positions on 132 SMs x 4 CTAs: one tile (64 positions) per CTA.
+  IndexerScoreGrid g = indexerScoreGrid(p, 132, 1, 8192);
+  EXPECT_EQ(g.chunk, 64);
+  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_EQ(g.gridY, 1u);
+  // 64 rows: 64 x 128 tiles over 528 CTAs = 16 tiles (1024 positions) each.
+  g = indexerScoreGrid(p, 132, 64, 8192);
+  EXPECT_EQ(g.chunk, 1024);
+  EXPECT_EQ(g.gridX, 8u);
+  EXPECT_EQ(g.gridY, 64u);
+  // An empty cache still launches one CTA per row.
+  g = indexerScoreGrid(p, 132, 1, 0);
+  EXPECT_EQ(g.gridX, 1u);
+}
+
+TEST(Launch, TopKChoosesRowOrSegments) {
+  TopKParams p;
+  p.threads = 512;
+  p.rowSmem = 74240;
+  p.collectSmem = 57856;
+  p.cache = 16384;
+  p.segElems = 16;
+  p.maxK = 4096;
+  p.page = 64;
+  FakeKernel k(topKParamList(p));
+  auto back = topKParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->collectSmem, 57856);
+  EXPECT_EQ(back->cache, 16384);
+  EXPECT_EQ(back->segElems, 16);
+  EXPECT_EQ(back->maxK, 4096);
+  EXPECT_FALSE(topKGrid(p, 132, 1, 8192, 2048).multi());   // fits topk_row's cache
+  EXPECT_FALSE(topKGrid(p, 132, 132, 65536, 2048).multi()); // rows fill the SMs
+  EXPECT_FALSE(topKGrid(p, 132, 1, 65536, 5000).multi());   // k above the multi-CTA limit
+  TopKGrid g = topKGrid(p, 132, 1, 65536, 2048);
+  ASSERT_TRUE(g.multi());
+  EXPECT_EQ(g.segmentLen, 2048); // one wave wants 249 positions; at least 2048
+  EXPECT_EQ(g.segments, 32);
+  EXPECT_EQ(g.workspaceBytes, 2056 * 4 + 65536 * 8);
+}
+
+TEST(Launch, SparseMlaSplitsForTwoWaves) {
+  SparseMlaParams p;
+  p.threads = 128;
+  p.dynamicSmem = 171520;
+  p.headsPerCta = 16;
+  p.tileN = 64;
+  p.topk = 2048;
+  p.latent = 512;
+  FakeKernel k(sparseMlaParamList(p));
+  auto back = sparseMlaParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_FALSE(back->f32);
+  EXPECT_EQ(back->headsPerCta, 16);
+  EXPECT_EQ(back->tileN, 64);
+  EXPECT_EQ(back->topk, 2048);
+  // One request, 64 heads: 4 groups want 66 splits, capped at one tile each (32).
+  SparseMlaGrid g = sparseMlaGrid(p, 132, 1, 64);
+  EXPECT_EQ(g.splits, 32);
+  EXPECT_EQ(g.tokensPerSplit, 64);
+  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_EQ(g.gridY, 1u);
+  EXPECT_EQ(g.combineGridX, 64u);
+  EXPECT_EQ(g.oPartBytes, 64 * 32 * 512 * 4);
+  EXPECT_EQ(g.lsePartBytes, 64 * 32 * 4);
+  // 128 rows of 8 heads: 3 splits of 704 positions (11 tiles).
+  g = sparseMlaGrid(p, 132, 128, 8);
+  EXPECT_EQ(g.splits, 3);
+  EXPECT_EQ(g.tokensPerSplit, 704);
+  EXPECT_EQ(g.gridX, 3u);
+  EXPECT_EQ(g.gridY, 128u);
+  EXPECT_EQ(g.combineGridX, 1024u);
+  // The fp32 kernel: one CTA per (head, row), no combine.
+  SparseMlaParams f;
+  f.f32 = true;
+  f.threads = 128;
+  f.topk = 2048;
+  FakeKernel fk(sparseMlaParamList(f));
+  auto fb = sparseMlaParamsOf(*fk.kernel);
+  ASSERT_TRUE(fb.isOk()) << fb.status().message();
+  EXPECT_TRUE(fb->f32);
+  g = sparseMlaGrid(*fb, 132, 3, 20);
+  EXPECT_EQ(g.gridX, 20u);
+  EXPECT_EQ(g.gridY, 3u);
+  EXPECT_EQ(g.combineGridX, 0u);
+  // A bf16 kernel without its tile is refused naming the key.
+  FakeKernel bad({{"f32", 0}, {"topk", 2048}, {"latent", 512}, {"heads_per_cta", 16}});
+  auto st = sparseMlaParamsOf(*bad.kernel);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.status().message().find("params.tile_n is missing"), std::string::npos);
 }
 
 } // namespace
