@@ -55,6 +55,15 @@ public:
   }
 
 protected:
+  // What every setStepOutputs checks first: one value list per output of the step.
+  static Status checkOutputCount(const StepTrace &t, size_t given) {
+    const auto *outs = t.step->outputs();
+    if (outs && given == outs->size())
+      return Status::ok();
+    return makeStatus(StatusCode::kInvalidArgument, "step %s: %zu outputs given, it has %u",
+                      t.step->name()->c_str(), given, outs ? outs->size() : 0u);
+  }
+
   TraceFn trace_;
 };
 

@@ -616,9 +616,7 @@ Status Backend::traceStep(const std::string &entry, const pl::Step &s, int index
 
 Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector<float>> &values) {
   const pl::Step &s = *t.step;
-  if (!s.outputs() || values.size() != s.outputs()->size())
-    return makeStatus(StatusCode::kInvalidArgument, "step %s: %zu outputs given, it has %u",
-                      s.name()->c_str(), values.size(), s.outputs() ? s.outputs()->size() : 0);
+  GLM5_RETURN_IF_ERROR(checkOutputCount(t, values.size()));
   for (int o = 0; o < static_cast<int>(values.size()); ++o) {
     const OutputView w = outputView(s, o, t.T, traceLast_);
     const std::vector<float> &v = values[static_cast<size_t>(o)];

@@ -117,9 +117,7 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
 
 Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector<float>> &values) {
   const pl::Step &s = *t.step;
-  if (!s.outputs() || values.size() != s.outputs()->size())
-    return makeStatus(StatusCode::kInvalidArgument, "step %s: %zu outputs given, it has %u",
-                      s.name()->c_str(), values.size(), s.outputs() ? s.outputs()->size() : 0);
+  GLM5_RETURN_IF_ERROR(checkOutputCount(t, values.size()));
   for (size_t o = 0; o < values.size(); ++o) {
     const int out = s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(o));
     const size_t have = plan_.buffers()->Get(out)->dtype() == pl::DType::I32 ? i_[out].size()
