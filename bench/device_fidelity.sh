@@ -4,11 +4,14 @@
 # decode) and a long one (2 x index_topk), and the host backend once per GGUF. Bounds: 1e-4 for
 # F32 weights with f32 activations, 2e-2 with top-1 agreement beyond twice that margin for bf16
 # activations (bf16 and mixed weights; the reference reads the same dequantized values).
-# Usage: bench/device_fidelity.sh BUNDLE OUT [PRESETS]
+# Usage: bench/device_fidelity.sh BUNDLE OUT [PRESETS] [MIXES] [TILES] [PREFILLS]
 set -u
 B=$(cd "$1" && pwd)
 OUT=$2
 PRESETS=${3:-"tiny small narrow"}
+MIXES=${4:-"f32 bf16 mixed"}
+TILES=${5:-"sm_90 sm_120a"}
+PREFILLS=${6:-"4 long"}
 ROOT=$(pwd)
 mkdir -p "$OUT"
 cd "$B"
@@ -22,13 +25,13 @@ run() { # name, args...
   local verdict
   verdict=$(grep -E "^FIDELITY" "/tmp/fid-$name.log" | tail -1)
   local seg
-  seg=$(grep -E "^ *(prefill|decode), |overall:" "/tmp/fid-$name.log" | tr -s " " | tr "\n" ";")
+  seg=$(grep -E "^ *(prefill|decode), |overall:|glm5-run vs transformers" "/tmp/fid-$name.log" | tr -s " " | tr "\n" ";")
   echo "$name rc=$rc $verdict | $seg" | tee -a "$summary"
 }
 for preset in $PRESETS; do
   seed=3
   [ "$preset" = tiny ] && seed=1
-  for mix in f32 bf16 mixed; do
+  for mix in $MIXES; do
     gguf=$preset-$mix.gguf
     [ -f "$gguf" ] || ./bin/glm5-gguf make --preset "$preset" --seed $seed --quant-mix $mix -o "$gguf" > /dev/null 2>&1
     ref=$gguf
@@ -41,9 +44,9 @@ for preset in $PRESETS; do
     if [ $mix = f32 ]; then act=f32; bound="--bound 1e-4 --top1"; fi
     indep=--no-independent
     [ "$preset" = tiny ] && [ $mix = f32 ] && indep=
-    for tiles in sm_90 sm_120a; do
+    for tiles in $TILES; do
       plan=$preset-$mix-$act-$tiles.plan
-      for P in 4 long; do
+      for P in $PREFILLS; do
         pf=
         [ $P = 4 ] && pf="--prefill 4"
         run "$preset-$mix-$act-$tiles-cuda-p$P" --gguf "$ref" --run-gguf "$gguf" --plan "$plan" \

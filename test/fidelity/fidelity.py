@@ -1062,9 +1062,11 @@ def independent_forward(d, canonical, experts, tokens, device, mla_interleave=Tr
 # ----------------------------------------------------------------------------------------------
 
 
-def run_glm5(args, tokens, prefill, npy_path, vocab):
+def run_glm5(args, tokens, prefill, npy_path, vocab, selections_path=None):
     cmd = [args.glm5_run, "score", args.plan, "--weights", args.run_gguf or args.gguf,
            "--tokens", ",".join(str(t) for t in tokens), "--prefill", str(prefill), "--out", npy_path]
+    if selections_path:
+        cmd += ["--dump-selections", selections_path]
     if args.ctx:
         cmd += ["--ctx", str(args.ctx)]
     if args.run_device:
@@ -1309,11 +1311,17 @@ def main(argv=None):
     np.save(os.path.join(args.out_dir, "ref_logits.npy"), ref.astype(np.float32))
 
     # 2. glm5-run
+    ours_sel = None
     if args.ours_npy:
         ours = load_npy(args.ours_npy, n, d.vocab, "--ours-npy")
         log("ours: " + args.ours_npy)
     else:
-        ours = run_glm5(args, tokens, prefill, os.path.join(args.out_dir, "glm5_logits.npy"), d.vocab)
+        os.makedirs(os.path.join(args.out_dir, "indexer"), exist_ok=True)
+        ours_sel_path = os.path.join(args.out_dir, "indexer", "glm5run.json")
+        ours = run_glm5(args, tokens, prefill, os.path.join(args.out_dir, "glm5_logits.npy"), d.vocab,
+                        ours_sel_path)
+        with open(ours_sel_path) as f:
+            ours_sel = {int(i): {int(t): v for t, v in rows.items()} for i, rows in json.load(f)["layers"].items()}
 
     # 3. independent float64 implementation
     ind = None
@@ -1346,6 +1354,22 @@ def main(argv=None):
         notes.append("no indexer selections captured from transformers (no indexer module returned indices)")
 
     # 4. compare
+    if ref_sel and ours_sel is not None:
+        # glm5-run's selected sets against transformers', rows t >= index_topk (the rows before
+        # select every causal position), per layer.
+        differing, compared = {}, 0
+        for i, sel in ref_sel.items():
+            sel = sel[0] if sel.ndim == 3 else sel
+            rows = []
+            for t in range(k, n):
+                want = sorted({int(v) for v in sel[t] if 0 <= v <= t})
+                got = ours_sel.get(i, {}).get(t)
+                compared += 1
+                if got is None or sorted(got) != want:
+                    rows.append(t)
+            differing[str(i)] = rows
+        diag["glm5run_rows_differing"] = differing
+        diag["glm5run_rows_compared"] = compared
     met = row_metrics(ours, ref)
     status = report(args, d, tokens, prefill, met, diag, notes, ref, ours, ind)
     with open(os.path.join(args.out_dir, "report.json"), "w") as f:
@@ -1442,9 +1466,19 @@ def report(args, d, tokens, prefill, met, diag, notes, ref, ours, ind):
         for v in diag.get("variant_search", []):
             log("  transformers vs the documented math with %-34s %s" % (v["variant"] + ":",
                 fmt(v["ref_vs_variant"]) if "ref_vs_variant" in v else v["error"]))
+    gsel = diag.get("glm5run_rows_differing")
+    if gsel is not None:
+        tot = sum(len(v) for v in gsel.values())
+        log("  indexer selections, glm5-run vs transformers: %d differing rows of %d (rows >= index_topk, "
+            "%d layers)%s" % (tot, diag["glm5run_rows_compared"], len(gsel), "" if not tot else " (" + ", ".join(
+                "layer %s: first at %d" % (i, v[0]) for i, v in gsel.items() if v) + ")"))
     for note in notes:
         log("  note: " + note)
     failures = []
+    if gsel is not None and args.bound <= 1e-3 and any(gsel.values()):
+        # With f32 weights and activations the selected sets must be the reference's exactly.
+        failures.append("the indexer selected other positions than transformers in %d rows"
+                        % sum(len(v) for v in gsel.values()))
     if fail_rel.any():
         bad = np.nonzero(fail_rel)[0]
         failures.append("%d of %d positions exceed the bound %g (worst %s at position %d, first at %d)"

@@ -20,6 +20,7 @@
 #include <chrono>
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,7 @@ const char *kUsage =
     "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
     "                 [--out LOGITS.npy] [--device cuda|host] [--check [TOL]] [--ctx N]\n"
-    "                 [--chunk N]\n"
+    "                 [--chunk N] [--dump-selections SEL.json]\n"
     "  --device: cuda (default for GPU plans) or host (plain C++ reference kernels; default for\n"
     "  host plans). --check: runs every step on cuda and on host, each cuda step from host's\n"
     "  outputs of the step before, and reports the steps whose outputs differ by more than TOL\n"
@@ -186,8 +187,60 @@ int parseCheck(int i, int argc, char **argv, DeviceChoice *dc) {
   return 0;
 }
 
+// The indexer's selected positions of every query row, per layer (score --dump-selections):
+// the TopK step of each layer, whose layer is that of the IndexerScore step before it.
+struct SelectionDump {
+  int layer = -1;
+  std::map<int, std::map<int, std::vector<int>>> rows; // layer -> position -> sorted positions
+  void record(const glm5rt::StepTrace &t) {
+    if (t.step->op() == glm5::plan::OpKind::IndexerScore)
+      layer = t.step->layer();
+    if (t.step->op() != glm5::plan::OpKind::TopK || t.T <= 0)
+      return;
+    const std::vector<float> &v = (*t.outputs)[0];
+    const size_t k = v.size() / static_cast<size_t>(t.T);
+    for (int64_t r = 0; r < t.T; ++r) {
+      std::vector<int> sel;
+      for (size_t i = 0; i < k; ++i)
+        if (v[r * k + i] >= 0)
+          sel.push_back(static_cast<int>(v[r * k + i]));
+      std::sort(sel.begin(), sel.end());
+      rows[layer][t.positions[r]] = std::move(sel);
+    }
+  }
+  // JSON: {"index_topk": k, "layers": {"L": {"pos": [positions...]}}}, rows pos >= k only (the
+  // rows before select every causal position).
+  Status write(const std::string &path, int64_t k) const {
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f)
+      return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument, "cannot write %s: %s",
+                                path.c_str(), std::strerror(errno));
+    std::fprintf(f, "{\"index_topk\": %lld, \"layers\": {", static_cast<long long>(k));
+    bool firstLayer = true;
+    for (const auto &[layer, byPos] : rows) {
+      std::fprintf(f, "%s\"%d\": {", firstLayer ? "" : ", ", layer);
+      firstLayer = false;
+      bool firstRow = true;
+      for (const auto &[pos, sel] : byPos) {
+        if (pos < k)
+          continue;
+        std::fprintf(f, "%s\"%d\": [", firstRow ? "" : ", ", pos);
+        firstRow = false;
+        for (size_t i = 0; i < sel.size(); ++i)
+          std::fprintf(f, i ? ", %d" : "%d", sel[i]);
+        std::fputc(']', f);
+      }
+      std::fputc('}', f);
+    }
+    std::fputs("}}\n", f);
+    return std::fclose(f) == 0 ? Status::ok()
+                               : glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
+                                                    "cannot write %s", path.c_str());
+  }
+};
+
 int cmdScore(int argc, char **argv) {
-  std::string planPath, weights, out;
+  std::string planPath, weights, out, selectionsPath;
   DeviceChoice dc;
   std::vector<int32_t> tokens;
   long prefill = -1, ctx = 0, chunk = 512;
@@ -206,6 +259,9 @@ int cmdScore(int argc, char **argv) {
       ++i;
     } else if (a == "--out" && v) {
       out = v;
+      ++i;
+    } else if (a == "--dump-selections" && v) {
+      selectionsPath = v;
       ++i;
     } else if (a == "--device" && v) {
       dc.device = v;
@@ -247,10 +303,15 @@ int cmdScore(int argc, char **argv) {
                                    "%ld tokens do not fit a context of %ld (the model's context "
                                    "length is %ld); raise --ctx",
                                    n, ctx, maxCtx));
+  if (!selectionsPath.empty() && dc.check)
+    return usage("--dump-selections and --check do not combine");
   auto backend = makeBackend(dc, **plan, **gguf, ctx, chunk);
   if (!backend.isOk())
     return fail(backend.status());
   const int64_t vocab = (*backend)->vocab();
+  SelectionDump selections;
+  if (!selectionsPath.empty())
+    (*backend)->setTrace([&](const glm5rt::StepTrace &t) { selections.record(t); });
   std::vector<float> all;
   all.reserve(static_cast<size_t>(n * vocab));
   for (long i = 0; i < n; ++i)
@@ -272,6 +333,11 @@ int cmdScore(int argc, char **argv) {
   }
   if (!out.empty()) {
     s = glm5rt::cli::writeNpyF32(out, all, n, vocab);
+    if (!s.isOk())
+      return fail(s);
+  }
+  if (!selectionsPath.empty()) {
+    s = selections.write(selectionsPath, (*plan)->plan().config()->index_topk());
     if (!s.isOk())
       return fail(s);
   }
