@@ -133,7 +133,7 @@ Status Backend::uploadWeights(const gguf::GgufFile &gguf, bool progress) {
                       mib(total).c_str());
   GLM5_RETURN_IF_ERROR(alloc(&weights_, weightBytes_, "the weights"));
   std::unique_ptr<Progress> bar;
-  if (progress)
+  if (progress && weightBytes_ >= (256ull << 20)) // small models upload in a blink
     bar = std::make_unique<Progress>("uploading weights", weightBytes_, stderr,
                                      isatty(fileno(stderr)) != 0);
   for (uint32_t i = 0; i < ws->size(); ++i) {
