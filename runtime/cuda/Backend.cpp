@@ -28,13 +28,33 @@ uint64_t alignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 uint64_t dtypeBytes(pl::DType t) { return t == pl::DType::BF16 ? 2 : 4; }
 
-const pl::Attr *findAttr(const pl::Step &s, const char *key) {
-  if (!s.attrs())
-    return nullptr;
-  for (const pl::Attr *a : *s.attrs())
-    if (a->key() && a->key()->str() == key)
-      return a;
-  return nullptr;
+// One buffer element as float and back (the host view of traced and forced outputs).
+float loadElement(const uint8_t *e, pl::DType dt) {
+  if (dt == pl::DType::BF16) {
+    uint16_t h;
+    std::memcpy(&h, e, 2);
+    return bf16ToFloat(h);
+  }
+  if (dt == pl::DType::I32) {
+    int32_t i;
+    std::memcpy(&i, e, 4);
+    return static_cast<float>(i);
+  }
+  float x;
+  std::memcpy(&x, e, 4);
+  return x;
+}
+
+void storeElement(uint8_t *e, pl::DType dt, float x) {
+  if (dt == pl::DType::BF16) {
+    const uint16_t h = floatToBf16(x);
+    std::memcpy(e, &h, 2);
+  } else if (dt == pl::DType::I32) {
+    const int32_t i = static_cast<int32_t>(x);
+    std::memcpy(e, &i, 4);
+  } else {
+    std::memcpy(e, &x, 4);
+  }
 }
 
 std::string mib(uint64_t bytes) { return Progress::bytesText(static_cast<double>(bytes)); }
@@ -316,11 +336,11 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     return dry ? 0 : buffer(id);
   };
   auto attrI = [&](const char *k) -> int64_t {
-    const pl::Attr *a = findAttr(s, k);
+    const pl::Attr *a = plan::stepAttr(s, k);
     return a ? a->i() : 0;
   };
   auto attrF = [&](const char *k) -> float {
-    const pl::Attr *a = findAttr(s, k);
+    const pl::Attr *a = plan::stepAttr(s, k);
     return a ? static_cast<float>(a->f()) : 0.f;
   };
   auto weightId = [&](const char *k) -> int64_t { return attrI((std::string("weight.") + k).c_str()); };
@@ -336,7 +356,6 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
   };
   auto grow = [&](int64_t &need, int64_t bytes) { need = std::max(need, bytes); };
   const int64_t layer = s.layer();
-  const uint64_t actBytes = dtypeBytes(plan_.activation_dtype());
   const uint64_t cacheBytes = dtypeBytes(plan_.kv()->dtype());
 
   switch (s.op()) {
@@ -551,7 +570,6 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
   case pl::OpKind::SwiGLU:
     break;
   }
-  (void)actBytes;
   return makeStatus(StatusCode::kUnimplemented,
                     "op kind %s has no GPU kernel (the compiler's glm-pipeline fuses or lowers "
                     "it; recompile the plan)",
@@ -570,7 +588,7 @@ Backend::OutputView Backend::outputView(const pl::Step &s, int o, int64_t T, int
   const int id = s.outputs()->Get(static_cast<flatbuffers::uoffset_t>(o));
   const pl::Buffer *b = plan_.buffers()->Get(id);
   if (s.op() == pl::OpKind::TopK) {
-    const int64_t k = findAttr(s, "k") ? findAttr(s, "k")->i() : 0;
+    const int64_t k = plan::stepAttr(s, "k") ? plan::stepAttr(s, "k")->i() : 0;
     return {topkPos_, pl::DType::I32, T, k, k};
   }
   if (b->per_context())
@@ -592,21 +610,9 @@ Status Backend::traceStep(const std::string &entry, const pl::Step &s, int index
     GLM5_RETURN_IF_ERROR(drv_->copyToHost(raw.data(), w.ptr, raw.size()));
     std::vector<float> v(static_cast<size_t>(w.rows * w.cols));
     for (int64_t r = 0; r < w.rows; ++r)
-      for (int64_t c = 0; c < w.cols; ++c) {
-        const uint8_t *e = raw.data() + static_cast<size_t>(r * w.ld + c) * eb;
-        float &x = v[static_cast<size_t>(r * w.cols + c)];
-        if (w.dtype == pl::DType::BF16) {
-          uint16_t h;
-          std::memcpy(&h, e, 2);
-          x = bf16ToFloat(h);
-        } else if (w.dtype == pl::DType::I32) {
-          int32_t i;
-          std::memcpy(&i, e, 4);
-          x = static_cast<float>(i);
-        } else {
-          std::memcpy(&x, e, 4);
-        }
-      }
+      for (int64_t c = 0; c < w.cols; ++c)
+        v[static_cast<size_t>(r * w.cols + c)] =
+            loadElement(raw.data() + static_cast<size_t>(r * w.ld + c) * eb, w.dtype);
     outs.push_back(std::move(v));
   }
   traceLast_ = last;
@@ -627,19 +633,9 @@ Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector
     std::vector<uint8_t> raw(static_cast<size_t>(w.rows * w.ld) * eb);
     GLM5_RETURN_IF_ERROR(drv_->copyToHost(raw.data(), w.ptr, raw.size()));
     for (int64_t r = 0; r < w.rows; ++r)
-      for (int64_t c = 0; c < w.cols; ++c) {
-        uint8_t *e = raw.data() + static_cast<size_t>(r * w.ld + c) * eb;
-        const float x = v[static_cast<size_t>(r * w.cols + c)];
-        if (w.dtype == pl::DType::BF16) {
-          uint16_t h = floatToBf16(x);
-          std::memcpy(e, &h, 2);
-        } else if (w.dtype == pl::DType::I32) {
-          int32_t i = static_cast<int32_t>(x);
-          std::memcpy(e, &i, 4);
-        } else {
-          std::memcpy(e, &x, 4);
-        }
-      }
+      for (int64_t c = 0; c < w.cols; ++c)
+        storeElement(raw.data() + static_cast<size_t>(r * w.ld + c) * eb, w.dtype,
+                     v[static_cast<size_t>(r * w.cols + c)]);
     GLM5_RETURN_IF_ERROR(drv_->copyToDevice(w.ptr, raw.data(), raw.size()));
     if (s.op() == pl::OpKind::TopK) {
       // The step's own output holds the physical slots of the positions.

@@ -19,15 +19,6 @@ void roundToBf16(std::vector<float> &v) {
     x = bf16ToFloat(floatToBf16(x));
 }
 
-const pl::Attr *findAttr(const pl::Step &s, const char *key) {
-  if (!s.attrs())
-    return nullptr;
-  for (const pl::Attr *a : *s.attrs())
-    if (a->key() && a->key()->str() == key)
-      return a;
-  return nullptr;
-}
-
 } // namespace
 
 StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loaded,
@@ -136,11 +127,11 @@ Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector
 Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
                         const int32_t *positions) {
   auto attrI = [&](const char *k) -> int64_t {
-    const pl::Attr *a = findAttr(s, k);
+    const pl::Attr *a = plan::stepAttr(s, k);
     return a ? a->i() : 0;
   };
   auto attrF = [&](const char *k) -> float {
-    const pl::Attr *a = findAttr(s, k);
+    const pl::Attr *a = plan::stepAttr(s, k);
     return a ? static_cast<float>(a->f()) : 0.f;
   };
   auto weight = [&](const char *k) -> const Weight & {

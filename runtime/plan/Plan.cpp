@@ -7,6 +7,15 @@ namespace glm5rt::plan {
 
 using glm5::plan::OpKind;
 
+const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key) {
+  if (!s.attrs())
+    return nullptr;
+  for (const glm5::plan::Attr *a : *s.attrs())
+    if (a->key() && a->key()->str() == key)
+      return a;
+  return nullptr;
+}
+
 const char *opKindName(OpKind kind) {
   const char *name = glm5::plan::EnumNameOpKind(kind);
   return name && *name ? name : "?";

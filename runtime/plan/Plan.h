@@ -37,6 +37,9 @@ private:
 
 const char *opKindName(glm5::plan::OpKind kind);
 
+// The step's attribute named `key`, or null (every backend reads steps' attributes this way).
+const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key);
+
 // Checks that `gguf` is the file the plan was compiled from (header fingerprint) and that every
 // weight of the table is there with the recorded type and shape. `planPath` names the plan.
 Status checkGguf(const glm5::plan::Plan &plan, const gguf::GgufFile &gguf,
