@@ -3,7 +3,10 @@
 # bench/make_bundle.sh: each plan on the cuda backend with a short prefill (4 tokens, the rest
 # decode) and a long one (2 x index_topk), and the host backend once per GGUF. Bounds: 1e-4 for
 # F32 weights with f32 activations, 2e-2 with top-1 agreement beyond twice that margin for bf16
-# activations (bf16 and mixed weights; the reference reads the same dequantized values).
+# activations (bf16 and mixed weights; the reference reads the same dequantized values), the
+# latter against transformers replaying glm5-run's indexer selections and routed experts, each of
+# which must be a top set of transformers' own scores up to 4e-2 of their spread. A negative
+# control per preset: the bf16 criterion with the reference's RoPE pairing broken must fail.
 # Usage: bench/device_fidelity.sh BUNDLE OUT [PRESETS] [MIXES] [TILES] [PREFILLS]
 set -u
 B=$(cd "$1" && pwd)
@@ -25,7 +28,7 @@ run() { # name, args...
   local verdict
   verdict=$(grep -E "^FIDELITY" "/tmp/fid-$name.log" | tail -1)
   local seg
-  seg=$(grep -E "^ *(prefill|decode), |overall:|glm5-run vs transformers" "/tmp/fid-$name.log" | tr -s " " | tr "\n" ";")
+  seg=$(grep -E "^ *(prefill|decode), |overall:|glm5-run vs transformers|free-running|indexer selections:|routed experts:|EXPECTED|NEGATIVE" "/tmp/fid-$name.log" | tr -s " " | tr "\n" ";")
   echo "$name rc=$rc $verdict | $seg" | tee -a "$summary"
 }
 for preset in $PRESETS; do
@@ -40,7 +43,7 @@ for preset in $PRESETS; do
       [ -f "$ref" ] || ./bin/glm5-gguf dequant "$gguf" -o "$ref" > /dev/null 2>&1
     fi
     act=bf16
-    bound="--bound 2e-2 --top1"
+    bound="--bound 2e-2 --top1 --replay-decisions"
     if [ $mix = f32 ]; then act=f32; bound="--bound 1e-4 --top1"; fi
     indep=--no-independent
     [ "$preset" = tiny ] && [ $mix = f32 ] && indep=
@@ -53,6 +56,10 @@ for preset in $PRESETS; do
           --glm5-run ./bin/glm5-run --run-device cuda $bound $pf $indep
       done
     done
+    if [ $mix = mixed ]; then
+      run "$preset-$mix-$act-neox-negative" --gguf "$ref" --run-gguf "$gguf" --plan "$preset-$mix-$act-sm_90.plan" \
+        --glm5-run ./bin/glm5-run --run-device cuda $bound --no-independent --ref-neox --expect-failure
+    fi
     run "$preset-$mix-$act-host-plong" --gguf "$ref" --run-gguf "$gguf" --plan "$preset-$mix-$act-sm_90.plan" \
       --glm5-run ./bin/glm5-run --run-device host $bound --no-independent
   done

@@ -4,7 +4,8 @@
 // (sm_120a tiles run on an H200 as sm_90 code). CUDA-graph replay, median of many replays,
 // inputs rotated so small shapes do not run out of L2.
 //
-// usage: glm5c-bench-sparse-mla [--check-only] [--tiles sm_120a,sm_90] [--reps N]
+// usage: glm5c-bench-sparse-mla [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles T,...]
+//                               [--reps N]
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/SparseMla.h"
@@ -34,7 +35,7 @@ using glm5c::bench::splitList;
 struct Kernel {
   SparseMlaDecodeConfig cfg;
   const Target *tiles;
-  cu::Function decode, combine;
+  cu::Function decode;
 };
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
@@ -57,9 +58,8 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
               compiled->fromCache ? " (cache)" : "", res.c_str());
   cu::Module mod;
   CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-  Kernel k{*cfg, &tiles, nullptr, nullptr};
+  Kernel k{*cfg, &tiles, nullptr};
   CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
-  CHECK_OK(drv.getFunction(mod, "sparse_mla_combine", &k.combine));
   CHECK_OK(drv.setMaxDynamicSmem(k.decode, static_cast<int>(cfg->dynamicSmem), src.name));
   return k;
 }
@@ -70,7 +70,17 @@ struct Problem {
   std::vector<uint16_t> q = {}, kv = {};
   std::vector<int32_t> idx = {};
   cu::DevicePtr dq = 0, dqr = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
+  cu::DevicePtr dcount = 0; // one merge counter per (request, head group), zeroed once
 };
+
+// (Re)allocates the split partials for p.splits.
+void allocPartials(cu::Driver &drv, Problem &p) {
+  for (cu::DevicePtr d : {p.dopart, p.dlpart})
+    if (d)
+      (void)drv.free(d);
+  CHECK_OK(drv.malloc(&p.dopart, size_t(p.B) * p.H * p.splits * 512 * 4, "o_part"));
+  CHECK_OK(drv.malloc(&p.dlpart, size_t(p.B) * p.H * p.splits * 4, "lse_part"));
+}
 
 void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
   const int D = 576, topk = 2048;
@@ -108,14 +118,15 @@ void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
   upload(&p.dqr, qr.data(), qr.size() * 2, "q_rope");
   upload(&p.dkv, p.kv.data(), p.kv.size() * 2, "kv");
   upload(&p.didx, p.idx.data(), p.idx.size() * 4, "indices");
-  CHECK_OK(drv.malloc(&p.dopart, size_t(p.B) * p.H * p.splits * 512 * 4, "o_part"));
-  CHECK_OK(drv.malloc(&p.dlpart, size_t(p.B) * p.H * p.splits * 4, "lse_part"));
+  allocPartials(drv, p);
+  CHECK_OK(drv.malloc(&p.dcount, size_t(p.B) * ((p.H + 15) / 16) * 4, "merge counters"));
+  CHECK_OK(drv.memsetD8(p.dcount, 0, size_t(p.B) * ((p.H + 15) / 16) * 4));
   CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 2, "out")); // bf16
   CHECK_OK(drv.malloc(&p.dlse, size_t(p.B) * p.H * 4, "lse"));
 }
 
 void freeProblem(cu::Driver &drv, Problem &p) {
-  for (cu::DevicePtr d : {p.dq, p.dqr, p.dkv, p.didx, p.dopart, p.dlpart, p.dout, p.dlse})
+  for (cu::DevicePtr d : {p.dq, p.dqr, p.dkv, p.didx, p.dopart, p.dlpart, p.dout, p.dlse, p.dcount})
     (void)drv.free(d);
 }
 
@@ -126,12 +137,10 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
   int slots = p.B * p.ctx;
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-  void *args[] = {&p.dq, &p.dqr, &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.H, &slots, &p.splits,
-                  &perSplit, &scaleLog2};
+  void *args[] = {&p.dq,   &p.dqr,  &p.dkv, &p.didx,   &p.dopart,   &p.dlpart,
+                  &p.dout, &p.dlse, &p.dcount, &p.H, &slots, &p.splits, &perSplit, &scaleLog2};
   CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, 128, 1, 1,
                       static_cast<unsigned>(k.cfg.dynamicSmem), s, args, "sparse_mla_decode"));
-  void *cargs[] = {&p.dopart, &p.dlpart, &p.dout, &p.dlse, &p.splits};
-  CHECK_OK(drv.launch(k.combine, p.B * p.H, 1, 1, 128, 1, 1, 0, s, cargs, "sparse_mla_combine"));
 }
 
 // Relative errors of the output and the LSE against the host reference.
@@ -188,19 +197,23 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false;
+  bool checkOnly = false, sweep = true;
   int reps = 50;
-  std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
+  std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
       checkOnly = true;
+    else if (a == "--no-sweep")
+      sweep = false;
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
+    else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... (default: all twelve)
+      shapes = splitList(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc)
       tileNames = splitList(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles sm_120a,sm_90] [--reps N]\n", argv[0]);
       return 2;
     }
   }
@@ -235,27 +248,51 @@ int main(int argc, char **argv) {
     if (checkOnly)
       continue;
 
+    // Each shape at the launch geometry's split count (marked *), then at the other powers of two
+    // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
     std::printf("\n  %-8s %3s %4s %6s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits", "us", "GB/s",
                 "% bw", "TFLOP/s");
     for (int H : {8, 16, 64})
       for (int B : {1, 8, 32, 128}) {
+        if (!shapes.empty() &&
+            std::find(shapes.begin(), shapes.end(), std::to_string(H) + ":" + std::to_string(B)) ==
+                shapes.end())
+          continue;
         const int ctx = 8192, topk = 2048;
-        int splits = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
+        const int chosen = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
         double kvBytes = double(B) * ctx * 1152;
         int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
-        std::vector<Problem> ps(sets, Problem{B, H, ctx, splits});
+        std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen});
         for (int s = 0; s < sets; ++s)
           makeProblem(drv, ps[s], 1000 + s, false);
-        auto [eo, el] = check(drv, k, ps[0], stream);
-        bool ok = eo <= 1e-2 && el <= 1e-2;
-        failed |= !ok;
-        double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
-                                            [&](size_t i) { launch(drv, k, ps[i], stream); });
-        double bytes = double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
-        double flops = 2.0 * B * H * topk * (576 + 512);
-        std::printf("  %-8s %3d %4d %6d %9.1f %9.0f %7.1f %9.1f%s\n", tn.c_str(), H, B, splits, us,
-                    bytes / us / 1e3, 100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
-                    ok ? "" : "  (check FAILED)");
+        std::vector<int> cands = {chosen};
+        for (int sp = 1; sweep && sp <= topk / k.cfg.tileN; sp *= 2)
+          if (sp != chosen && double(B) * H * sp * 2048 * sets <= 1e9)
+            cands.push_back(sp);
+        double best = 1e30;
+        int bestSplits = chosen;
+        for (int splits : cands) {
+          for (Problem &p : ps) {
+            p.splits = splits;
+            allocPartials(drv, p);
+          }
+          auto [eo, el] = check(drv, k, ps[0], stream);
+          bool ok = eo <= 1e-2 && el <= 1e-2;
+          failed |= !ok;
+          double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
+                                              [&](size_t i) { launch(drv, k, ps[i], stream); });
+          double bytes = double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
+          double flops = 2.0 * B * H * topk * (576 + 512);
+          std::printf("  %-8s %3d %4d %5d%s %9.1f %9.0f %7.1f %9.1f%s\n", tn.c_str(), H, B, splits,
+                      splits == chosen ? "*" : " ", us, bytes / us / 1e3,
+                      100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6, ok ? "" : "  (check FAILED)");
+          if (us < best) {
+            best = us;
+            bestSplits = splits;
+          }
+        }
+        if (cands.size() > 1)
+          std::printf("  %-8s %3d %4d best splits %d: %.1f us\n", tn.c_str(), H, B, bestSplits, best);
         for (Problem &p : ps)
           freeProblem(drv, p);
       }

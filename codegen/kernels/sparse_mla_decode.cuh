@@ -5,9 +5,12 @@
 // split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
 // STAGES-deep shared-memory ring; each row (latent 512 + rope 64, bf16) is read once and serves
 // both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
-// softmax in fp32 (log2 domain). The split writes its normalized partial output and its
-// log-sum-exp; sparse_mla_combine merges the splits into the bf16 latent output (the next
-// product's operand) and an fp32 log-sum-exp.
+// softmax in fp32 (log2 domain). With one split the CTA writes the bf16 latent output (the next
+// product's operand) and the fp32 log-sum-exp itself. With several, each writes its normalized
+// partial output and log-sum-exp, and the last CTA of its (request, head group) to finish -- an
+// atomic counter per group says which -- merges them: one launch, no separate combine kernel.
+// Invariant: every counter is 0 when a launch starts (zeroed once at allocation; the merging CTA
+// resets its group's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
 //
 // Warp roles (4 warps): for S, warp w owns TILE_N/4 tokens of the tile; for P V, warp w owns
 // output columns [128 w, 128 w + 128). Row statistics cross warps through shared memory.
@@ -54,6 +57,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
                       const int32_t *__restrict__ indices, // [B, GLM_TOPK] physical slots, -1 none
                       float *__restrict__ o_part,          // [B, H, splits, GLM_D_LATENT]
                       float *__restrict__ lse_part,        // [B, H, splits]
+                      glm_bf16 *__restrict__ out,          // [B, H, GLM_D_LATENT]
+                      float *__restrict__ lse,             // [B, H], natural log
+                      unsigned *__restrict__ counters,     // [B, head groups], 0 between launches
                       int num_heads, int num_slots, int splits, int tokens_per_split,
                       float scale_log2) {                  // softmax scale * log2(e)
   extern __shared__ __align__(16) unsigned char smem[];
@@ -264,57 +270,93 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
   }
   glm_cp_async_wait<0>();
 
-  // Normalize and write this split's partial result (rows g and g + 8 of the head group).
+  // Normalize; with one split this is the result, otherwise this split's partial result (rows g
+  // and g + 8 of the head group). An empty row (every slot masked) gets o = 0 and lse = -inf.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     int h = head0 + g + 8 * r;
     if (h >= num_heads)
       continue;
-    long long row = (static_cast<long long>(b) * num_heads + h) * splits + split;
-    float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
-    float *dst = o_part + row * GLM_D_LATENT + warp * GLM_O_COLS_PER_WARP + 2 * t;
+    const long long bh = static_cast<long long>(b) * num_heads + h;
+    const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
+    const float row_lse = l_run[r] > 0.f ? (m_run[r] + log2f(l_run[r])) * 0.6931471805599453f
+                                         : -__int_as_float(0x7f800000);
+    const int col0 = warp * GLM_O_COLS_PER_WARP + 2 * t;
+    if (splits == 1) {
 #pragma unroll
-    for (int n = 0; n < GLM_O_NTILES; ++n) {
-      float2 v = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-      *reinterpret_cast<float2 *>(dst + n * 8) = v;
+      for (int n = 0; n < GLM_O_NTILES; ++n)
+        *reinterpret_cast<uint32_t *>(out + bh * GLM_D_LATENT + col0 + n * 8) =
+            glm_pack_bf16x2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      if (warp == 0 && t == 0)
+        lse[bh] = row_lse;
+      continue;
     }
+    const long long row = bh * splits + split;
+#pragma unroll
+    for (int n = 0; n < GLM_O_NTILES; ++n)
+      *reinterpret_cast<float2 *>(o_part + row * GLM_D_LATENT + col0 + n * 8) =
+          make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
     if (warp == 0 && t == 0)
-      lse_part[row] = l_run[r] > 0.f ? (m_run[r] + log2f(l_run[r])) * 0.6931471805599453f
-                                     : -__int_as_float(0x7f800000);
+      lse_part[row] = row_lse;
   }
-}
+  if (splits == 1)
+    return;
 
-// Merges the splits: lse = log sum_s exp(lse_s), o = sum_s exp(lse_s - lse) o_s. A row whose
-// splits were all empty gets o = 0 and lse = -inf. One CTA per (b, h), 128 threads x 4 columns.
-extern "C" __global__ void __launch_bounds__(128)
-    sparse_mla_combine(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-                       glm_bf16 *__restrict__ out, // [B, H, GLM_D_LATENT]
-                       float *__restrict__ lse,    // [B, H]
-                       int splits) {
-  const long long row = blockIdx.x;
-  const float *lp = lse_part + row * splits;
-  float mx = -__int_as_float(0x7f800000);
-  for (int s = 0; s < splits; ++s)
-    mx = fmaxf(mx, lp[s]);
-  const int col = threadIdx.x * 4;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  float wsum = 0.f;
-  if (mx != -__int_as_float(0x7f800000)) {
-    for (int s = 0; s < splits; ++s) {
-      float w = __expf(lp[s] - mx); // 0 for empty splits (lse -inf)
-      if (w == 0.f)
-        continue;
-      float4 v = *reinterpret_cast<const float4 *>(o_part + (row * splits + s) * GLM_D_LATENT + col);
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
-      wsum += w;
-    }
+  // The last CTA of the group to arrive merges the splits: lse = log sum_s exp(lse_s),
+  // o = sum_s exp(lse_s - lse) o_s. Partials are read through L2 (__ldcg): other CTAs wrote them.
+  __shared__ int is_last;
+  __threadfence(); // this CTA's partials are visible before its arrival is counted
+  __syncthreads();
+  if (tid == 0) {
+    unsigned *counter = counters + static_cast<long long>(b) * (gridDim.x / splits) + head0 / GLM_HEADS;
+    is_last = atomicAdd(counter, 1u) == static_cast<unsigned>(splits - 1);
+    if (is_last)
+      *counter = 0; // every CTA of the group has arrived: ready for the next launch
   }
-  float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-  *reinterpret_cast<uint2 *>(out + row * GLM_D_LATENT + col) =
-      make_uint2(glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
-  if (threadIdx.x == 0)
-    lse[row] = wsum > 0.f ? mx + __logf(wsum) : mx;
+  __syncthreads();
+  if (!is_last)
+    return;
+  __threadfence();
+  // Warp w merges heads w, w + 4, ...; lane l owns the float4 columns l + 32 j (j < 4). Every
+  // split's loads are independent, so a lane has up to 4 splits x 4 float4 in flight.
+  static_assert(GLM_D_LATENT == 4 * 32 * 4, "the merge gives each lane 4 float4 columns");
+  for (int r = warp; r < GLM_HEADS && head0 + r < num_heads; r += GLM_WARPS) {
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + r;
+    const float *lp = lse_part + bh * splits;
+    float mx = -__int_as_float(0x7f800000);
+    for (int sp = lane; sp < splits; sp += 32)
+      mx = fmaxf(mx, __ldcg(lp + sp));
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float4 acc[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float wsum = 0.f;
+    if (mx != -__int_as_float(0x7f800000)) {
+#pragma unroll 4
+      for (int sp = 0; sp < splits; ++sp) {
+        const float w = __expf(__ldcg(lp + sp) - mx); // 0 for empty splits (lse -inf)
+        const float4 *src = reinterpret_cast<const float4 *>(o_part + (bh * splits + sp) * GLM_D_LATENT);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float4 v = __ldcg(src + lane + 32 * j);
+          acc[j].x += w * v.x;
+          acc[j].y += w * v.y;
+          acc[j].z += w * v.z;
+          acc[j].w += w * v.w;
+        }
+        wsum += w;
+      }
+    }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + 4 * (lane + 32 * j)) =
+          make_uint2(glm_pack_bf16x2(acc[j].x * inv, acc[j].y * inv),
+                     glm_pack_bf16x2(acc[j].z * inv, acc[j].w * inv));
+    if (lane == 0)
+      lse[bh] = wsum > 0.f ? mx + __logf(wsum) : mx;
+  }
 }

@@ -69,7 +69,7 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.threads = cfg->threads;
   c.dynamicSmem = cfg->dynamicSmem;
   c.source = sparseMlaDecodeSource(*cfg);
-  c.entries = {"sparse_mla_decode", "sparse_mla_combine"};
+  c.entries = {"sparse_mla_decode"};
   c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
   // Larger variants the target could not hold are still worth listing in explain output.
   for (const auto &cand : {std::pair<int, int>{64, 3}, {64, 2}, {32, 4}, {32, 3}}) {

@@ -297,6 +297,7 @@ Status Backend::planMemory(const BackendOptions &o) {
       {&topkPos_, n.topkPos, "top-k positions", false},
       {&mlaOPart_, n.mlaOPart, "sparse MLA partials", false},
       {&mlaLsePart_, n.mlaLsePart, "sparse MLA partial lse", false},
+      {&mlaCounters_, n.mlaCounters, "sparse MLA merge counters", true},
   };
   for (auto &w : ws) {
     GLM5_RETURN_IF_ERROR(alloc(w.p, static_cast<uint64_t>(w.bytes), w.what));
@@ -513,14 +514,13 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     }
     grow(needs_.mlaOPart, g.oPartBytes);
     grow(needs_.mlaLsePart, g.lsePartBytes);
+    grow(needs_.mlaCounters, g.countersBytes);
     GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
-    GLM5_ASSIGN_OR_RETURN(Fn c, fn(s, 0, "sparse_mla_combine"));
-    DevicePtr op = mlaOPart_, lp = mlaLsePart_;
+    DevicePtr op = mlaOPart_, lp = mlaLsePart_, ctr = mlaCounters_;
     int splits = g.splits, per = g.tokensPerSplit;
     float scaleLog2 = scale * 1.4426950408889634f;
-    GLM5_RETURN_IF_ERROR(go(d, g.gridX, g.gridY, 1, g.threads, g.smem,
-                            {&ql, &qr, &kvl, &idx, &op, &lp, &heads, &ns, &splits, &per, &scaleLog2}));
-    return go(c, g.combineGridX, 1, 1, g.combineThreads, 0, {&op, &lp, &o, &lse, &splits});
+    return go(d, g.gridX, g.gridY, 1, g.threads, g.smem,
+              {&ql, &qr, &kvl, &idx, &op, &lp, &o, &lse, &ctr, &heads, &ns, &splits, &per, &scaleLog2});
   }
   case pl::OpKind::MoERouter: {
     GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "moe_router"));

@@ -85,8 +85,14 @@ StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
 
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
   const int64_t groups = std::max<int64_t>(rows, 1) * ceilDiv(heads, p.headsPerCta);
-  const int64_t want = ceilDiv(2 * int64_t(smCount), groups);
-  const int64_t maxSplits = std::max<int64_t>(1, p.topk / p.tileN);
+  // About two CTAs per SM, rounded down to a power of two, at most kMaxMergedSplits (the last CTA
+  // of a group merges them all) and at least one tile per split. Measured on the H200 by
+  // glm5c-bench-sparse-mla's split sweep (bench/RESULTS.md).
+  constexpr int64_t kMaxMergedSplits = 16;
+  int64_t want = 1;
+  while (want * 2 <= ceilDiv(2 * int64_t(smCount), groups))
+    want *= 2;
+  const int64_t maxSplits = std::max<int64_t>(1, std::min(kMaxMergedSplits, p.topk / p.tileN));
   return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
 }
 
@@ -103,7 +109,7 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
   g.gridX = static_cast<unsigned>(ceilDiv(heads, p.headsPerCta) * g.splits);
-  g.combineGridX = static_cast<unsigned>(rows * heads);
+  g.countersBytes = rows * ceilDiv(heads, p.headsPerCta) * 4;
   g.oPartBytes = rows * heads * g.splits * p.latent * 4;
   g.lsePartBytes = rows * heads * g.splits * 4;
   return g;

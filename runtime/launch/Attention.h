@@ -71,14 +71,14 @@ struct SparseMlaParams {
   int64_t latent = 512;   // [latent]
 };
 
-// bf16: decode grid (groups * splits, rows), groups = ceil(heads / headsPerCta); splits for ~2
-// waves of the SMs, at least one tile each; then the combine, grid rows * heads, 128 threads.
-// f32: grid (heads, rows), no combine.
+// bf16: one launch, grid (groups * splits, rows), groups = ceil(heads / headsPerCta); the last
+// CTA of each (row, group) merges the splits (sparse_mla_decode.cuh). Splits: see sparseMlaSplits.
+// f32: grid (heads, rows), no splits.
 struct SparseMlaGrid {
   unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
   int splits = 1, tokensPerSplit = 0;
-  unsigned combineGridX = 0, combineThreads = 128;
   int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the splits
+  int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group), zeroed once
 };
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);

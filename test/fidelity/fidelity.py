@@ -898,21 +898,42 @@ def check_reference_model(model, d):
         raise FidelityError("the transformers model is not what the GGUF describes:\n  " + "\n  ".join(problems))
 
 
-def run_reference(model, tokens, device):
-    """Logits [n, vocab] (float64 numpy) and the indexers' top-k index tensors per layer."""
+def run_reference(model, tokens, device, forced=None):
+    """Logits [n, vocab] (float64 numpy), the indexers' own top-k index tensors per layer, and,
+    with `forced` ({"indexer": {layer: {pos: [ids]}}, "experts": {layer: {pos: [ids]}}}: glm5-run's
+    discrete decisions), the reference run with those decisions in place of its own (replay) plus
+    each replayed decision's standing in the reference's own scores (see decision_gap)."""
     import numpy as np
     import torch
-    captured = {}
+    captured, scores, decisions = {}, {}, {"indexer": {}, "experts": {}}
     hooks = []
+    n = len(tokens)
+    orig_topk = torch.Tensor.topk
+
+    def capture_topk(self, *a, **kw):  # the indexer's index_scores [B, S, T], mask added
+        scores["last"] = self
+        return orig_topk(self, *a, **kw)
+
     for i, layer in enumerate(model.model.layers):
         ix = getattr(layer.self_attn, "indexer", None)
+        mlp = layer.mlp
+        if forced is not None and hasattr(mlp, "gate"):  # a MoE block
+            want = forced["experts"].get(i)
+            if want is None:
+                raise FidelityError("replay: glm5-run dumped no expert choices for MoE layer %d" % i)
+            hooks.append(replay_router(mlp, i, want, n, decisions["experts"]))
         if ix is None:
             continue
 
+        def pre(mod, inp):
+            scores.pop("last", None)
+            torch.Tensor.topk = capture_topk
+
         def hook(mod, inp, out, i=i):
+            torch.Tensor.topk = orig_topk
             t = out[0] if isinstance(out, (tuple, list)) else out
             if not torch.is_tensor(t):
-                return
+                return None
             if not t.is_floating_point():  # top-k indices [B, S, k]
                 captured[i] = t.detach().to("cpu", torch.int64).numpy()
             elif t.dim() >= 2 and t.shape[-1] == t.shape[-2]:  # an additive mask: 0 where selected
@@ -923,17 +944,120 @@ def run_reference(model, tokens, device):
                     cols = torch.nonzero(sel[r])[:, 0].cpu().numpy()
                     idx[r, :len(cols)] = cols
                 captured[i] = idx
+            if forced is None:
+                return None
+            if t.is_floating_point() or "last" not in scores:
+                raise FidelityError("replay: the installed transformers' indexer does not return top-k "
+                                    "indices from index_scores.topk; cannot replace its selection")
+            return replay_indexer(t, scores.pop("last"), forced["indexer"].get(i, {}), i, decisions["indexer"])
 
+        if forced is not None:
+            hooks.append(ix.register_forward_pre_hook(pre))
         hooks.append(ix.register_forward_hook(hook))
     ids = torch.tensor([tokens], dtype=torch.long, device=device)
     try:
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=False)
     finally:
+        torch.Tensor.topk = orig_topk
         for h in hooks:
             h.remove()
     logits = out.logits[0].detach().double().cpu().numpy()
-    return logits, captured
+    if forced is not None and sorted(decisions["experts"]) != sorted(forced["experts"]):
+        raise FidelityError("replay: routed layers %s in transformers, %s in glm5-run's dump"
+                            % (sorted(decisions["experts"]), sorted(forced["experts"])))
+    return logits, captured, decisions
+
+
+def decision_gap(choice, chosen):
+    """How the set `chosen` stands in the reference's scores `choice` (1-D, -inf = not eligible):
+    gap = min over chosen - max over the other eligible entries (>= 0: chosen is a top set of the
+    reference; < 0: an entry outside it scores higher), and the spread max - min of the eligible
+    scores, the scale the gap is judged against."""
+    import numpy as np
+    c = np.asarray(choice, dtype=np.float64)
+    ok = np.isfinite(c)
+    mask = np.zeros(len(c), dtype=bool)
+    mask[list(chosen)] = True
+    others = c[ok & ~mask]
+    if not others.size:
+        return 0.0, 0.0
+    gap = float(c[mask].min() - others.max())
+    return gap, float(c[ok].max() - c[ok].min())
+
+
+def replay_indexer(own, index_scores, want, layer, out):
+    """The indexer's output with glm5-run's selections (rows t >= index_topk; earlier rows select
+    every causal position either way) in place of the reference's own, and the gap of each row."""
+    import torch
+    k = own.shape[-1]
+    forced = own.clone()
+    sc = index_scores.detach().double().reshape(-1, index_scores.shape[-2], index_scores.shape[-1])[0].cpu().numpy()
+    rows = {}
+    for t, ids in want.items():
+        if len(ids) != k or not all(0 <= v <= t for v in ids):
+            raise FidelityError("replay: glm5-run's selection of layer %d row %d is %d positions, want %d causal"
+                                % (layer, t, len(ids), k))
+        forced[0, t] = torch.tensor(ids, dtype=forced.dtype, device=forced.device)
+        own_set = set(int(v) for v in own[0, t].tolist())
+        gap, spread = decision_gap(sc[t, :t + 1], ids)
+        rows[t] = dict(gap=gap, spread=spread, differs=own_set != set(ids))
+    out[layer] = rows
+    return forced
+
+
+def replay_router(mlp, layer, want, n, out):
+    """Makes this MoE block route every token to glm5-run's experts, weighted as transformers
+    weighs its own choice (sigmoid scores of the chosen experts, normalized, scaled), recording the
+    gap of glm5-run's set in the reference's selection scores (sigmoid + correction bias). Returns
+    the hook handle. transformers 5.17's router module (`mlp.gate`) returns (logits, weights,
+    indices); earlier versions route in `mlp.route_tokens_to_experts(logits)`: both are handled."""
+    import torch
+    if sorted(want) != list(range(n)):
+        raise FidelityError("replay: glm5-run's expert choices of layer %d cover positions %s, want 0..%d"
+                            % (layer, sorted(want)[:8], n - 1))
+    gate = mlp.gate
+
+    def forced(router_logits, own_idx):
+        idx = torch.tensor([want[t] for t in range(n)], dtype=own_idx.dtype, device=own_idx.device)
+        if idx.shape != own_idx.shape:
+            raise FidelityError("replay: layer %d routes %s experts, glm5-run %s"
+                                % (layer, list(own_idx.shape), list(idx.shape)))
+        probs = router_logits.float().sigmoid()
+        choice = (probs + gate.e_score_correction_bias).double().cpu().numpy()
+        rows = {}
+        for t in range(n):
+            gap, spread = decision_gap(choice[t], want[t])
+            rows[t] = dict(gap=gap, spread=spread, differs=set(own_idx[t].tolist()) != set(want[t]))
+        out[layer] = rows
+        w = probs.gather(1, idx)
+        if getattr(gate, "norm_topk_prob", getattr(mlp, "norm_topk_prob", True)):
+            w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+        return idx, w * getattr(gate, "routed_scaling_factor", getattr(mlp, "routed_scaling_factor", 1.0))
+
+    if hasattr(mlp, "route_tokens_to_experts"):
+        import types
+        orig = type(mlp).route_tokens_to_experts
+
+        def route(self, router_logits):
+            own_idx, _ = orig(self, router_logits)
+            return forced(router_logits, own_idx)
+
+        mlp.route_tokens_to_experts = types.MethodType(route, mlp)
+
+        class Undo:
+            def remove(self):
+                del mlp.route_tokens_to_experts  # back to the class's method
+        return Undo()
+
+    def hook(mod, inp, res):
+        if not (isinstance(res, tuple) and len(res) == 3 and not res[2].is_floating_point()):
+            raise FidelityError("replay: the installed transformers' router of layer %d does not return "
+                                "(logits, weights, indices); cannot replace its choice" % layer)
+        idx, w = forced(res[0], res[2])
+        return res[0], w.to(res[1].dtype), idx
+
+    return gate.register_forward_hook(hook)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1190,6 +1314,10 @@ def parse_args(argv):
                                                                  "when it passes (for --ref-neox)")
     p.add_argument("--hf-latent-eps", action="store_true", help="keep transformers' own eps in "
                                                                 "q_a_layernorm/kv_a_layernorm instead of the GGUF's")
+    p.add_argument("--replay-decisions", action="store_true", help="compare with transformers run on glm5-run's "
+                   "discrete decisions (indexer selections, routed experts) instead of its own, and check each "
+                   "decision is a top set of transformers' scores up to 2 x --bound x the row's score spread: the "
+                   "bf16 criterion, where a rounding-level near-tie may legitimately flip a decision")
     p.add_argument("--no-independent", action="store_true", help="skip the independent float64 implementation")
     p.add_argument("--allow-short", action="store_true", help="allow L < 3 x index_topk")
     p.add_argument("--full-table", action="store_true", help="print every position (default: all when "
@@ -1303,9 +1431,8 @@ def main(argv=None):
     model, cfg, transformers = build_reference(args, g, d, canonical, experts, device, notes)
     log("reference built: %.2fs" % (time.time() - t0))
     t0 = time.time()
-    ref, ref_sel = run_reference(model, tokens, device)
+    ref, ref_sel, _ = run_reference(model, tokens, device)
     log("transformers forward (%d tokens): %.2fs" % (n, time.time() - t0))
-    del model
     if not np.isfinite(ref).all():
         raise FidelityError("the transformers reference produced non-finite logits")
     np.save(os.path.join(args.out_dir, "ref_logits.npy"), ref.astype(np.float32))
@@ -1321,7 +1448,25 @@ def main(argv=None):
         ours = run_glm5(args, tokens, prefill, os.path.join(args.out_dir, "glm5_logits.npy"), d.vocab,
                         ours_sel_path)
         with open(ours_sel_path) as f:
-            ours_sel = {int(i): {int(t): v for t, v in rows.items()} for i, rows in json.load(f)["layers"].items()}
+            dump = json.load(f)
+        ours_sel = {int(i): {int(t): v for t, v in rows.items()} for i, rows in dump["layers"].items()}
+        ours_experts = {int(i): {int(t): v for t, v in rows.items()} for i, rows in dump.get("experts", {}).items()}
+
+    # 2b. replay: transformers again, with glm5-run's discrete decisions in place of its own
+    replay = None
+    if args.replay_decisions:
+        if ours_sel is None:
+            raise FidelityError("--replay-decisions needs glm5-run's decisions: drop --ours-npy")
+        t0 = time.time()
+        ref_r, _, decisions = run_reference(model, tokens, device,
+                                            forced={"indexer": ours_sel, "experts": ours_experts})
+        log("transformers forward replaying glm5-run's decisions: %.2fs" % (time.time() - t0))
+        if not np.isfinite(ref_r).all():
+            raise FidelityError("the replayed transformers reference produced non-finite logits")
+        np.save(os.path.join(args.out_dir, "ref_replay_logits.npy"), ref_r.astype(np.float32))
+        replay = dict(ref=ref_r, decisions=decisions, free=row_metrics(ours, ref))
+        ref = ref_r
+    del model
 
     # 3. independent float64 implementation
     ind = None
@@ -1371,6 +1516,8 @@ def main(argv=None):
         diag["glm5run_rows_differing"] = differing
         diag["glm5run_rows_compared"] = compared
     met = row_metrics(ours, ref)
+    if replay is not None:
+        diag["replay"] = summarize_replay(replay, args.bound, prefill)
     status = report(args, d, tokens, prefill, met, diag, notes, ref, ours, ind)
     with open(os.path.join(args.out_dir, "report.json"), "w") as f:
         json.dump(status, f, indent=1)
@@ -1400,6 +1547,32 @@ def diagnose_reference(d, canonical, experts, tokens, device, ref, args):
         err, _, _ = rel_summary(ref, logits)
         found.append({"variant": name, "ref_vs_variant": err})
     return found
+
+
+def summarize_replay(replay, bound, prefill):
+    """The free-running comparison (informational under replay) and the replayed decisions: how
+    many differ from the reference's own choice, and the worst gap relative to the row's spread.
+    A differing decision is accepted as a near-tie when -gap <= 2 x bound x spread: the rule the
+    top-1 check applies to logits (a flip is an error only where the reference's margin exceeds
+    twice the bound, relative to the scale of the scores), applied to the scores it turned on."""
+    import numpy as np
+    free = replay["free"]
+    over = np.nonzero(free["rel"] > bound)[0]
+    out = dict(free_worst_rel=float(free["rel"].max()), free_first_over=int(over[0]) if over.size else None,
+               free_over=int(over.size), free_top1_agree=int((free["top_ref"] == free["top_ours"]).sum()))
+    for kind, layers in replay["decisions"].items():
+        rows = [(layer, t, r) for layer, byt in layers.items() for t, r in byt.items()]
+        differ = [(layer, t, r) for layer, t, r in rows if r["differs"]]
+        worst = min(rows, key=lambda x: x[2]["gap"] / x[2]["spread"] if x[2]["spread"] > 0 else 0.0,
+                    default=None)
+        bad = [(layer, t, r) for layer, t, r in rows if r["gap"] < -2 * bound * r["spread"]]
+        out[kind] = dict(rows=len(rows), differing=len(differ), beyond_tie=len(bad),
+                         worst=None if worst is None else dict(
+                             layer=worst[0], pos=worst[1], gap=worst[2]["gap"], spread=worst[2]["spread"],
+                             rel=worst[2]["gap"] / worst[2]["spread"] if worst[2]["spread"] > 0 else 0.0),
+                         first_beyond=None if not bad else dict(layer=bad[0][0], pos=bad[0][1],
+                                                               gap=bad[0][2]["gap"], spread=bad[0][2]["spread"]))
+    return out
 
 
 def fmt(x):
@@ -1472,9 +1645,32 @@ def report(args, d, tokens, prefill, met, diag, notes, ref, ours, ind):
         log("  indexer selections, glm5-run vs transformers: %d differing rows of %d (rows >= index_topk, "
             "%d layers)%s" % (tot, diag["glm5run_rows_compared"], len(gsel), "" if not tot else " (" + ", ".join(
                 "layer %s: first at %d" % (i, v[0]) for i, v in gsel.items() if v) + ")"))
+    rp = diag.get("replay")
+    if rp is not None:
+        log("  compared with transformers replaying glm5-run's discrete decisions (indexer selections, "
+            "routed experts)")
+        log("  free-running transformers (informational): worst rel err %s, %d positions above %g (first at %s), "
+            "top-1 agree %d/%d" % (fmt(rp["free_worst_rel"]), rp["free_over"], bound, rp["free_first_over"],
+                                    rp["free_top1_agree"], n))
+        for kind, what in (("indexer", "indexer selections"), ("experts", "routed experts")):
+            r = rp[kind]
+            w = r["worst"]
+            log("  %-19s %5d rows, %4d differ from the reference's own choice, %d beyond a near-tie "
+                "(gap < -%g x spread)%s" % (what + ":", r["rows"], r["differing"], r["beyond_tie"], 2 * bound,
+                                            "" if w is None else "; worst gap/spread %.3e (layer %d, position %d)"
+                                            % (w["rel"], w["layer"], w["pos"])))
     for note in notes:
         log("  note: " + note)
     failures = []
+    if rp is not None:
+        for kind, what in (("indexer", "indexer selection"), ("experts", "expert choice")):
+            r = rp[kind]
+            if r["beyond_tie"]:
+                fb = r["first_beyond"]
+                failures.append("%d of glm5-run's %s rows are not a top set of the reference's scores within "
+                                "%g of their spread (first: layer %d position %d, gap %.4g, spread %.4g)"
+                                % (r["beyond_tie"], what, 2 * bound, fb["layer"], fb["pos"], fb["gap"],
+                                   fb["spread"]))
     if gsel is not None and args.bound <= 1e-3 and any(gsel.values()):
         # With f32 weights and activations the selected sets must be the reference's exactly.
         failures.append("the indexer selected other positions than transformers in %d rows"

@@ -318,23 +318,29 @@ TEST(Launch, SparseMlaSplitsForTwoWaves) {
   EXPECT_EQ(back->headsPerCta, 16);
   EXPECT_EQ(back->tileN, 64);
   EXPECT_EQ(back->topk, 2048);
-  // One request, 64 heads: 4 groups want 66 splits, capped at one tile each (32).
+  // One request, 64 heads: 4 groups want 66 splits -> 64 (a power of two), capped at 16 merged.
   SparseMlaGrid g = sparseMlaGrid(p, 132, 1, 64);
-  EXPECT_EQ(g.splits, 32);
-  EXPECT_EQ(g.tokensPerSplit, 64);
-  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_EQ(g.splits, 16);
+  EXPECT_EQ(g.tokensPerSplit, 128);
+  EXPECT_EQ(g.gridX, 64u);
   EXPECT_EQ(g.gridY, 1u);
-  EXPECT_EQ(g.combineGridX, 64u);
-  EXPECT_EQ(g.oPartBytes, 64 * 32 * 512 * 4);
-  EXPECT_EQ(g.lsePartBytes, 64 * 32 * 4);
-  // 128 rows of 8 heads: 3 splits of 704 positions (11 tiles).
+  EXPECT_EQ(g.countersBytes, 4 * 4); // one counter per head group
+  EXPECT_EQ(g.oPartBytes, 64 * 16 * 512 * 4);
+  EXPECT_EQ(g.lsePartBytes, 64 * 16 * 4);
+  // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles).
   g = sparseMlaGrid(p, 132, 128, 8);
-  EXPECT_EQ(g.splits, 3);
-  EXPECT_EQ(g.tokensPerSplit, 704);
-  EXPECT_EQ(g.gridX, 3u);
+  EXPECT_EQ(g.splits, 2);
+  EXPECT_EQ(g.tokensPerSplit, 1024);
+  EXPECT_EQ(g.gridX, 2u);
+  // 64 tiles of 32 and a small grid: still at most 16 splits; many groups: 1.
+  SparseMlaParams p32 = p;
+  p32.tileN = 32;
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 1, 8), 16);
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 32, 8), 8);
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 128, 64), 1);
   EXPECT_EQ(g.gridY, 128u);
-  EXPECT_EQ(g.combineGridX, 1024u);
-  // The fp32 kernel: one CTA per (head, row), no combine.
+  EXPECT_EQ(g.countersBytes, 128 * 4);
+  // The fp32 kernel: one CTA per (head, row), no splits.
   SparseMlaParams f;
   f.f32 = true;
   f.threads = 128;
@@ -346,7 +352,7 @@ TEST(Launch, SparseMlaSplitsForTwoWaves) {
   g = sparseMlaGrid(*fb, 132, 3, 20);
   EXPECT_EQ(g.gridX, 20u);
   EXPECT_EQ(g.gridY, 3u);
-  EXPECT_EQ(g.combineGridX, 0u);
+  EXPECT_EQ(g.countersBytes, 0);
   // A bf16 kernel without its tile is refused naming the key.
   FakeKernel bad({{"f32", 0}, {"topk", 2048}, {"latent", 512}, {"heads_per_cta", 16}});
   auto st = sparseMlaParamsOf(*bad.kernel);

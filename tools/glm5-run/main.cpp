@@ -187,42 +187,47 @@ int parseCheck(int i, int argc, char **argv, DeviceChoice *dc) {
   return 0;
 }
 
-// The indexer's selected positions of every query row, per layer (score --dump-selections):
-// the TopK step of each layer, whose layer is that of the IndexerScore step before it.
+// The discrete decisions of every query row, per layer (score --dump-selections): the indexer's
+// selected positions (the TopK step of each layer) and the router's experts (output 1 of MoERouter / MoEGate). Fidelity checks compare
+// them with the reference's, and replay them in the reference to separate rounding from routing.
 struct SelectionDump {
+  using Rows = std::map<int, std::map<int, std::vector<int>>>; // layer -> position -> sorted ids
   int layer = -1;
-  std::map<int, std::map<int, std::vector<int>>> rows; // layer -> position -> sorted positions
-  void record(const glm5rt::StepTrace &t) {
-    if (t.step->op() == glm5::plan::OpKind::IndexerScore)
-      layer = t.step->layer();
-    if (t.step->op() != glm5::plan::OpKind::TopK || t.T <= 0)
-      return;
-    const std::vector<float> &v = (*t.outputs)[0];
+  Rows rows, experts;
+  static void take(const glm5rt::StepTrace &t, size_t output, std::vector<int> *dst, int64_t r) {
+    const std::vector<float> &v = (*t.outputs)[output];
     const size_t k = v.size() / static_cast<size_t>(t.T);
-    for (int64_t r = 0; r < t.T; ++r) {
-      std::vector<int> sel;
-      for (size_t i = 0; i < k; ++i)
-        if (v[r * k + i] >= 0)
-          sel.push_back(static_cast<int>(v[r * k + i]));
-      std::sort(sel.begin(), sel.end());
-      rows[layer][t.positions[r]] = std::move(sel);
-    }
+    dst->clear();
+    for (size_t i = 0; i < k; ++i)
+      if (v[r * k + i] >= 0)
+        dst->push_back(static_cast<int>(v[r * k + i]));
+    std::sort(dst->begin(), dst->end());
   }
-  // JSON: {"index_topk": k, "layers": {"L": {"pos": [positions...]}}}, rows pos >= k only (the
-  // rows before select every causal position).
-  Status write(const std::string &path, int64_t k) const {
-    FILE *f = std::fopen(path.c_str(), "w");
-    if (!f)
-      return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument, "cannot write %s: %s",
-                                path.c_str(), std::strerror(errno));
-    std::fprintf(f, "{\"index_topk\": %lld, \"layers\": {", static_cast<long long>(k));
+  void record(const glm5rt::StepTrace &t) {
+    const glm5::plan::OpKind op = t.step->op();
+    // Steps run in layer order and only attention steps carry their layer: a layer's MoE steps
+    // come after its attention, so they belong to the last layer seen.
+    if (t.step->layer() >= 0)
+      layer = t.step->layer();
+    if (t.T <= 0)
+      return;
+    if (op == glm5::plan::OpKind::TopK)
+      for (int64_t r = 0; r < t.T; ++r)
+        take(t, 0, &rows[layer][t.positions[r]], r);
+    if (op == glm5::plan::OpKind::MoERouter || op == glm5::plan::OpKind::MoEGate)
+      for (int64_t r = 0; r < t.T; ++r)
+        take(t, 1, &experts[layer][t.positions[r]], r);
+  }
+  // JSON: {"index_topk": k, "layers": {"L": {"pos": [positions...]}}, "experts": {"L": {"pos":
+  // [ids...]}}}; indexer rows pos >= k only (the rows before select every causal position).
+  static void writeRows(FILE *f, const Rows &rows, int64_t minPos) {
     bool firstLayer = true;
     for (const auto &[layer, byPos] : rows) {
       std::fprintf(f, "%s\"%d\": {", firstLayer ? "" : ", ", layer);
       firstLayer = false;
       bool firstRow = true;
       for (const auto &[pos, sel] : byPos) {
-        if (pos < k)
+        if (pos < minPos)
           continue;
         std::fprintf(f, "%s\"%d\": [", firstRow ? "" : ", ", pos);
         firstRow = false;
@@ -232,6 +237,16 @@ struct SelectionDump {
       }
       std::fputc('}', f);
     }
+  }
+  Status write(const std::string &path, int64_t k) const {
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f)
+      return glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument, "cannot write %s: %s",
+                                path.c_str(), std::strerror(errno));
+    std::fprintf(f, "{\"index_topk\": %lld, \"layers\": {", static_cast<long long>(k));
+    writeRows(f, rows, k);
+    std::fputs("}, \"experts\": {", f);
+    writeRows(f, experts, 0);
     std::fputs("}}\n", f);
     return std::fclose(f) == 0 ? Status::ok()
                                : glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
