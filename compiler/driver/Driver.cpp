@@ -99,6 +99,12 @@ glm5rt::StatusOr<std::vector<uint8_t>> compileModel(MLIRContext &context, const 
     o.context = static_cast<int64_t>(*ctx);
     pm.addPass(glm::createGlmDenseAttention(o));
   }
+  if (opt.tp > 1 || opt.ep > 1) {
+    glm::GlmShardOptions o;
+    o.tp = opt.tp;
+    o.ep = opt.ep;
+    pm.addPass(glm::createGlmShard(o));
+  }
   if (target) {
     (*module)->setAttr("glm.target",
                        glm::TargetAttr::get(&context, target->name,

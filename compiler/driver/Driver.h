@@ -38,6 +38,7 @@ struct CompileOptions {
   bool actF32 = false;      // --activation-dtype f32
   bool denseAttention = false;
   int pageSize = 64;
+  int tp = 1, ep = 1;       // --tp / --ep: ranks of the plan (glm-shard)
   std::string cacheDir;     // NVRTC disk cache ("" = none)
 };
 

@@ -50,6 +50,7 @@ std::optional<pl::OpKind> opKind(Operation *op) {
       .Case([](AddOp) { return pl::OpKind::Add; })
       .Case([](SwiGLUMulOp) { return pl::OpKind::SwiGLUMul; })
       .Case([](LogitsOp) { return pl::OpKind::Logits; })
+      .Case([](AllReduceOp) { return pl::OpKind::AllReduce; })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -137,23 +138,42 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
   const pl::DType act = opt.actF32 ? pl::DType::F32 : pl::DType::BF16;
 
   fb::FlatBufferBuilder b(1 << 20);
-  // Weights, in first-use order, deduplicated by name.
-  llvm::StringMap<int> weightIds;
+  // Weights, in first-use order, deduplicated by name and box (a rank's shard).
+  std::map<std::string, int> weightIds;
   std::vector<fb::Offset<pl::Weight>> weights;
   auto weightId = [&](GgufTensorAttr w) -> glm5rt::StatusOr<int> {
-    auto it = weightIds.find(w.getName());
+    std::string key = w.getName().str();
+    for (int64_t o : w.getOffsets())
+      key += "," + std::to_string(o);
+    auto it = weightIds.find(key);
     if (it != weightIds.end())
       return it->second;
     const auto *t = gguf.findTensor(w.getName().str());
     if (!t)
       return makeStatus(StatusCode::kNotFound, "%s: tensor '%s' is not in the GGUF",
                         ggufName.c_str(), w.getName().str().c_str());
+    std::vector<uint64_t> viewOffset, viewShape;
+    if (!w.getOffsets().empty()) {
+      if (w.getShape().size() != t->nDims)
+        return makeStatus(StatusCode::kInvalidArgument, "%s: box of '%s' has %zu dims, the tensor %u",
+                          ggufName.c_str(), key.c_str(), w.getShape().size(), t->nDims);
+      for (size_t d = 0; d < t->nDims; ++d) {
+        if (static_cast<uint64_t>(w.getOffsets()[d] + w.getShape()[d]) > t->ne[d])
+          return makeStatus(StatusCode::kInvalidArgument, "%s: box of '%s' exceeds dim %zu (%llu)",
+                            ggufName.c_str(), key.c_str(), d,
+                            static_cast<unsigned long long>(t->ne[d]));
+        viewOffset.push_back(static_cast<uint64_t>(w.getOffsets()[d]));
+        viewShape.push_back(static_cast<uint64_t>(w.getShape()[d]));
+      }
+    }
     std::vector<uint64_t> shape(t->ne, t->ne + t->nDims);
-    weights.push_back(pl::CreateWeight(b, b.CreateString(w.getName().str()), t->file,
-                                       gguf.dataOffset(t->file) + t->offset, t->bytes,
-                                       static_cast<uint32_t>(t->type), b.CreateVector(shape)));
+    weights.push_back(pl::CreateWeight(
+        b, b.CreateString(w.getName().str()), t->file, gguf.dataOffset(t->file) + t->offset,
+        t->bytes, static_cast<uint32_t>(t->type), b.CreateVector(shape),
+        viewOffset.empty() ? 0 : b.CreateVector(viewOffset),
+        viewShape.empty() ? 0 : b.CreateVector(viewShape)));
     int id = static_cast<int>(weights.size()) - 1;
-    weightIds[w.getName()] = id;
+    weightIds[key] = id;
     return id;
   };
 
@@ -170,6 +190,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
   };
   struct EntryInfo {
     std::string name;
+    int rank = 0;
     int maxTokens;
     std::vector<StepInfo> steps;
     uint64_t arena = 0;
@@ -177,12 +198,20 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
   };
   std::vector<EntryInfo> entries;
 
-  for (const char *fnName : {"prefill", "decode"}) {
+  // A sharded module (glm-shard) has @prefill_rank<r> / @decode_rank<r> for each rank.
+  int64_t ranks = 1;
+  if (auto r = module->getAttrOfType<IntegerAttr>("glm.ranks"))
+    ranks = r.getInt();
+  for (int64_t rank = 0; rank < ranks; ++rank)
+  for (const char *entryName : {"prefill", "decode"}) {
+    const std::string fnName =
+        ranks > 1 ? std::string(entryName) + "_rank" + std::to_string(rank) : entryName;
     auto fn = module.lookupSymbol<func::FuncOp>(fnName);
     if (!fn)
-      return makeStatus(StatusCode::kInvalidArgument, "module has no @%s", fnName);
+      return makeStatus(StatusCode::kInvalidArgument, "module has no @%s", fnName.c_str());
     EntryInfo entry;
-    entry.name = fnName;
+    entry.name = entryName;
+    entry.rank = static_cast<int>(rank);
     auto tokensType = cast<RankedTensorType>(fn.getArgument(0).getType());
     entry.maxTokens = tokensType.isDynamicDim(0) ? -1 : static_cast<int>(tokensType.getDimSize(0));
     llvm::DenseMap<Value, int> bufferOf;
@@ -291,7 +320,8 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
                             step.name.c_str(), key.c_str());
         }
       }
-      if (!host && step.kernel < 0)
+      // Collectives are the runtime's (a shared-memory sum on the host mesh, NCCL on GPUs).
+      if (!host && step.kernel < 0 && step.kind != pl::OpKind::AllReduce)
         return makeStatus(StatusCode::kInvalidArgument,
                           "%s: %s has no kernel: run glm-specialize-kernels for %s first",
                           step.name.c_str(), op->getName().getStringRef().str().c_str(),
@@ -363,7 +393,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
                                      b.CreateVector(s.weights), b.CreateVector(s.attrs),
                                      b.CreateVector(s.extraKernels)));
     eps.push_back(pl::CreateEntryPoint(b, b.CreateString(e.name), e.maxTokens, e.arena, e.output,
-                                       b.CreateVector(steps)));
+                                       b.CreateVector(steps), e.rank));
   }
   auto target = pl::CreateTarget(b, b.CreateString(opt.tiles), b.CreateString(codeArch),
                                  tiles ? tiles->smCount : 0,
@@ -385,7 +415,8 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
       b, glm5rt::plan::kFormatVersion, b.CreateString("glm5c"), target, config, act,
       opt.denseAttention ? pl::AttentionMode::Dense : pl::AttentionMode::Sparse,
       b.CreateString(glm5rt::gguf::headerFingerprint(gguf)), b.CreateString(ggufName),
-      b.CreateVector(weights), b.CreateVector(kernels), b.CreateVector(bufs), kv, b.CreateVector(eps));
+      b.CreateVector(weights), b.CreateVector(kernels), b.CreateVector(bufs), kv, b.CreateVector(eps),
+      static_cast<int>(ranks));
   pl::FinishPlanBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -94,6 +94,12 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
                                                     const BackendOptions &o) {
   const pl::Plan &p = loaded.plan();
   GLM5_RETURN_IF_ERROR(plan::checkGguf(p, gguf, loaded.path()));
+  if (p.ranks() > 1)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "%s has %d ranks (glm5c compile --tp): the multi-GPU runtime (one process "
+                      "per GPU over NCCL) is not built yet; run it on the host mesh with "
+                      "--device host, or compile without --tp for one GPU",
+                      loaded.path().c_str(), p.ranks());
   if (o.chunk < 1 || o.chunk > (1 << 20))
     return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
   std::unique_ptr<Backend> b(new Backend(p));

@@ -1,7 +1,9 @@
 // Host execution of plan steps (see Backend.h). Each step's semantics come from its kind and
 // attributes (docs/plan.md); shapes from its buffers.
 #include "runtime/host/Backend.h"
+#include "runtime/host/Mesh.h"
 #include "runtime/kv/PagedKv.h"
+#include "runtime/gguf/ggml_types.h"
 #include "runtime/support/half.h"
 
 #include <cinttypes>
@@ -19,14 +21,63 @@ void roundToBf16(std::vector<float> &v) {
     x = bf16ToFloat(floatToBf16(x));
 }
 
+// The box view_offset + [0, view_shape) of tensor `t` as a contiguous tensor in `store`: rows of
+// dim 0 (whole blocks, checked) taken from every row the box covers in dims 1..3.
+Status gatherBox(const pl::Weight &w, const gguf::TensorInfo &t, std::vector<uint8_t> *store,
+                 Weight *hw) {
+  const auto *off = w.view_offset();
+  const auto *shp = w.view_shape();
+  if (!shp || shp->size() != off->size() || off->size() != t.nDims)
+    return makeStatus(StatusCode::kDataLoss, "plan weight %s: a box of %u offsets and %u dims "
+                      "for a %u-dim tensor", w.name()->c_str(), off->size(),
+                      shp ? shp->size() : 0u, t.nDims);
+  uint64_t o[4] = {0, 0, 0, 0}, n[4] = {1, 1, 1, 1};
+  for (uint32_t d = 0; d < t.nDims; ++d) {
+    o[d] = off->Get(d);
+    n[d] = shp->Get(d);
+    if (n[d] == 0 || o[d] + n[d] > t.ne[d])
+      return makeStatus(StatusCode::kDataLoss, "plan weight %s: box dim %u [%llu, +%llu) is "
+                        "outside the tensor's %llu", w.name()->c_str(), d,
+                        static_cast<unsigned long long>(o[d]), static_cast<unsigned long long>(n[d]),
+                        static_cast<unsigned long long>(t.ne[d]));
+  }
+  const auto &tr = gguf::ggmlTypeTraits(t.type);
+  if (o[0] % tr.blockElems || n[0] % tr.blockElems)
+    return makeStatus(StatusCode::kDataLoss, "plan weight %s: box cuts %s blocks of %u in dim 0",
+                      w.name()->c_str(), tr.name, tr.blockElems);
+  const uint64_t rowBytes = t.ne[0] / tr.blockElems * tr.blockBytes;
+  const uint64_t boxRow = n[0] / tr.blockElems * tr.blockBytes;
+  const uint64_t skip = o[0] / tr.blockElems * tr.blockBytes;
+  store->resize(boxRow * n[1] * n[2] * n[3]);
+  uint8_t *dst = store->data();
+  for (uint64_t i3 = 0; i3 < n[3]; ++i3)
+    for (uint64_t i2 = 0; i2 < n[2]; ++i2)
+      for (uint64_t i1 = 0; i1 < n[1]; ++i1) {
+        const uint64_t row = ((o[3] + i3) * t.ne[2] + (o[2] + i2)) * t.ne[1] + (o[1] + i1);
+        std::memcpy(dst, t.data + row * rowBytes + skip, boxRow);
+        dst += boxRow;
+      }
+  hw->type = t.type;
+  hw->data = store->data();
+  hw->nDims = t.nDims;
+  for (uint32_t d = 0; d < 4; ++d)
+    hw->ne[d] = n[d];
+  return Status::ok();
+}
+
 } // namespace
 
 StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loaded,
                                                    const gguf::GgufFile &gguf,
-                                                   int64_t capacity) {
+                                                   int64_t capacity, int rank, Mesh *mesh) {
   const pl::Plan &p = loaded.plan();
   GLM5_RETURN_IF_ERROR(plan::checkGguf(p, gguf, loaded.path()));
+  if (rank < 0 || rank >= p.ranks() || (p.ranks() > 1 && (!mesh || mesh->ranks() != p.ranks())))
+    return makeStatus(StatusCode::kInvalidArgument, "rank %d of a %d-rank plan needs a mesh of "
+                      "%d ranks", rank, p.ranks(), p.ranks());
   std::unique_ptr<Backend> b(new Backend(p));
+  b->rank_ = rank;
+  b->mesh_ = mesh;
   for (uint32_t i = 0; i < p.weights()->size(); ++i) {
     const pl::Weight *w = p.weights()->Get(i);
     const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
@@ -36,6 +87,10 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
     hw.nDims = t->nDims;
     for (uint32_t d = 0; d < 4; ++d)
       hw.ne[d] = t->ne[d];
+    if (w->view_offset() && w->view_offset()->size() > 0) {
+      b->boxes_.emplace_back();
+      GLM5_RETURN_IF_ERROR(gatherBox(*w, *t, &b->boxes_.back(), &hw));
+    }
     GLM5_RETURN_IF_ERROR(checkWeight(hw, w->name()->c_str()));
     b->weights_.push_back(hw);
   }
@@ -68,7 +123,7 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
                     int64_t T, std::vector<float> *logits) {
   const pl::EntryPoint *ep = nullptr;
   for (const pl::EntryPoint *e : *plan_.entries())
-    if (e->name()->str() == entry)
+    if (e->name()->str() == entry && e->rank() == rank_)
       ep = e;
   if (!ep)
     return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());
@@ -241,9 +296,22 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
     return moeGate(logits.data(), T, static_cast<int64_t>(w.ne[1]), weight("bias"),
                    attrI("top_k"), attrI("normalize") != 0, attrF("scale"), outF(0), outI(1));
   }
-  case pl::OpKind::MoEExperts:
+  case pl::OpKind::MoEExperts: {
+    // A rank's shard holds the experts from its box's offset in dim 2 on.
+    const pl::Weight *g = plan_.weights()->Get(static_cast<flatbuffers::uoffset_t>(attrI("weight.gate")));
+    const int64_t first = g->view_offset() && g->view_offset()->size() == 3
+                              ? static_cast<int64_t>(g->view_offset()->Get(2))
+                              : 0;
     return moeExperts(inF(0), T, inF(1), inI(2), lastDim(in(1)), weight("gate"), weight("up"),
-                      weight("down"), outF(0));
+                      weight("down"), outF(0), first, plan_.config()->experts());
+  }
+  case pl::OpKind::AllReduce: {
+    const int64_t n = T * elems(out(0));
+    if (!mesh_)
+      return makeStatus(StatusCode::kFailedPrecondition, "an all-reduce step outside a mesh");
+    std::vector<float> partial = f_[in(0)]; // the output may share the input's buffer id
+    return mesh_->allReduce(rank_, partial.data(), n, outF(0));
+  }
   case pl::OpKind::SwiGLU:
     return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
   case pl::OpKind::SwiGLUMul: {

@@ -15,13 +15,18 @@
 
 namespace glm5rt::host {
 
+class Mesh;
+
 class Backend : public glm5rt::Backend {
 public:
   // Binds the plan's weight table to `gguf` (checked against the plan's fingerprint and every
   // weight's type, shape and extent) and allocates a KV cache of `contextCapacity` positions.
+  // A sharded plan's rank `rank` runs its own step lists, its AllReduce steps through `mesh`
+  // (runtime/host/Mesh.h; required when the plan has several ranks).
   static StatusOr<std::unique_ptr<Backend>> create(const plan::LoadedPlan &plan,
                                                    const gguf::GgufFile &gguf,
-                                                   int64_t contextCapacity);
+                                                   int64_t contextCapacity, int rank = 0,
+                                                   Mesh *mesh = nullptr);
 
   Status run(const std::string &entry, const int32_t *tokens, const int32_t *positions, int64_t T,
              std::vector<float> *logits) override;
@@ -38,7 +43,11 @@ private:
                  const int32_t *positions);
 
   const glm5::plan::Plan &plan_;
+  int rank_ = 0;
+  Mesh *mesh_ = nullptr;
   std::vector<Weight> weights_;
+  // Boxes of tensors (a rank's shards) gathered into contiguous copies.
+  std::vector<std::vector<uint8_t>> boxes_;
   KVCache cache_;
   // Per buffer id: float data, or int32 for I32 buffers; `width` of per-context buffers.
   std::vector<std::vector<float>> f_;

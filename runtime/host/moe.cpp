@@ -103,21 +103,29 @@ Status swiglu(const float *x, int64_t T, const Weight &gate, const Weight &up, c
 }
 
 Status moeExperts(const float *x, int64_t T, const float *weights, const int32_t *ids, int64_t k,
-                  const Weight &gate, const Weight &up, const Weight &down, float *y) {
+                  const Weight &gate, const Weight &up, const Weight &down, float *y,
+                  int64_t firstExpert, int64_t allExperts) {
   if (T < 0 || k < 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "moeExperts: negative token count %lld or expert count %lld", ll(T), ll(k));
   GLM5_RETURN_IF_ERROR(checkFfn("moeExperts", gate, up, down, 3));
   const int64_t Hd = static_cast<int64_t>(gate.ne[0]), F = static_cast<int64_t>(gate.ne[1]);
   const int64_t E = static_cast<int64_t>(gate.ne[2]);
-  // Slots routed to each expert, in (token, slot) order.
+  if (allExperts < 0)
+    allExperts = E;
+  if (firstExpert < 0 || firstExpert + E > allExperts)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "moeExperts: experts [%lld, %lld) are not within the model's %lld",
+                      ll(firstExpert), ll(firstExpert + E), ll(allExperts));
+  // Slots routed to each of this shard's experts, in (token, slot) order.
   std::vector<std::vector<int64_t>> slots(static_cast<size_t>(E));
   for (int64_t i = 0; i < T * k; ++i) {
-    if (ids[i] < 0 || ids[i] >= E)
+    if (ids[i] < 0 || ids[i] >= allExperts)
       return makeStatus(StatusCode::kInvalidArgument,
                         "moeExperts: token %lld slot %lld routes to expert %d, outside [0, %lld)",
-                        ll(i / k), ll(i % k), ids[i], ll(E));
-    slots[ids[i]].push_back(i);
+                        ll(i / k), ll(i % k), ids[i], ll(allExperts));
+    if (ids[i] >= firstExpert && ids[i] < firstExpert + E)
+      slots[ids[i] - firstExpert].push_back(i);
   }
   std::vector<double> acc(static_cast<size_t>(T * Hd), 0.0);
   std::vector<float> xs, ys;

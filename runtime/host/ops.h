@@ -178,9 +178,12 @@ Status swiglu(const float *x, int64_t T, const Weight &gate, const Weight &up, c
 // [e * F, (e + 1) * F), of down rows [e * Hd, (e + 1) * Hd).
 // y[t] = sum_j weights[t][j] * expert_{ids[t][j]}(x[t]) (weights and ids [T, k], x and y
 // [T, Hd]). The sum runs in ascending expert id (then slot) order, in double. An id out of
-// [0, E) is an error naming the token and slot.
+// [0, allExperts) is an error naming the token and slot. A rank's shard holds the model's experts
+// [firstExpert, firstExpert + E) (allExperts: the model's count, default E); slots routed
+// elsewhere contribute nothing here.
 Status moeExperts(const float *x, int64_t T, const float *weights, const int32_t *ids, int64_t k,
-                  const Weight &gate, const Weight &up, const Weight &down, float *y);
+                  const Weight &gate, const Weight &up, const Weight &down, float *y,
+                  int64_t firstExpert = 0, int64_t allExperts = -1);
 
 // y = a + b elementwise over n floats; y may alias a or b.
 void add(const float *a, const float *b, int64_t n, float *y);

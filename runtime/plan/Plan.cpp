@@ -77,6 +77,16 @@ Status LoadedPlan::verify() {
     if (!w->name() || !w->shape() || w->shape()->size() == 0 || w->shape()->size() > 4)
       return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] lacks a name or a shape", f,
                         i);
+    const uint32_t nView = w->view_offset() ? w->view_offset()->size() : 0;
+    if (nView != (w->view_shape() ? w->view_shape()->size() : 0) ||
+        (nView && nView != w->shape()->size()))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] \"%s\" has a malformed box",
+                        f, i, w->name()->c_str());
+    for (uint32_t d = 0; d < nView; ++d)
+      if (w->view_shape()->Get(d) == 0 ||
+          w->view_offset()->Get(d) + w->view_shape()->Get(d) > w->shape()->Get(d))
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] \"%s\": box dim %u is "
+                          "outside the tensor", f, i, w->name()->c_str(), d);
   }
   for (uint32_t i = 0; i < nKernels; ++i) {
     const auto *k = p.kernels()->Get(i);
@@ -111,13 +121,19 @@ Status LoadedPlan::verify() {
       return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] has %" PRIu64
                         " elements per token", f, i, b->elems_per_token());
   }
-  bool prefill = false, decode = false;
+  if (p.ranks() < 1 || p.ranks() > 256)
+    return makeStatus(StatusCode::kDataLoss, "%s: plan.ranks is %d, not 1..256", f, p.ranks());
+  // Every rank has both entry points (prefill: bit 0, decode: bit 1).
+  std::vector<int> entriesOf(static_cast<size_t>(p.ranks()), 0);
   for (uint32_t e = 0; e < p.entries()->size(); ++e) {
     const auto *entry = p.entries()->Get(e);
     if (!entry->name() || !entry->steps())
       return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] lacks a name or steps", f, e);
-    prefill |= entry->name()->str() == "prefill";
-    decode |= entry->name()->str() == "decode";
+    if (entry->rank() < 0 || entry->rank() >= p.ranks())
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] is for rank %d of %d", f, e,
+                        entry->rank(), p.ranks());
+    entriesOf[static_cast<size_t>(entry->rank())] |=
+        (entry->name()->str() == "prefill" ? 1 : 0) | (entry->name()->str() == "decode" ? 2 : 0);
     if (entry->output() < 0 || static_cast<uint32_t>(entry->output()) >= nBuffers)
       return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] output buffer %d out of "
                         "range (%u buffers)", f, e, entry->output(), nBuffers);
@@ -150,9 +166,11 @@ Status LoadedPlan::verify() {
       GLM5_RETURN_IF_ERROR(checkIds(st->weights(), 0, nWeights, "weight"));
     }
   }
-  if (!prefill || !decode)
-    return makeStatus(StatusCode::kDataLoss, "%s: plan lacks the %s entry point", f,
-                      prefill ? "decode" : "prefill");
+  for (int r = 0; r < p.ranks(); ++r)
+    if (entriesOf[static_cast<size_t>(r)] != 3)
+      return makeStatus(StatusCode::kDataLoss, "%s: plan lacks the %s entry point%s", f,
+                        entriesOf[static_cast<size_t>(r)] & 1 ? "decode" : "prefill",
+                        p.ranks() > 1 ? strFormat(" of rank %d", r).c_str() : "");
   const auto *kv = p.kv();
   if (kv->layers() != c->layers() || kv->latent() != c->kv_lora() || kv->rope() != c->rope() ||
       kv->index_dim() != c->indexer_dim() || kv->page_size() <= 0)

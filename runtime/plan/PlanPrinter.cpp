@@ -32,7 +32,12 @@ std::string describePlan(const pl::Plan &p, bool steps) {
   uint64_t wbytes = 0;
   for (const auto *w : *p.weights())
     wbytes += w->bytes();
+  uint32_t boxes = 0;
+  for (const auto *w : *p.weights())
+    boxes += w->view_offset() && w->view_offset()->size() > 0;
   s += strFormat("weights: %u tensors, %" PRIu64 " bytes\n", p.weights()->size(), wbytes);
+  if (p.ranks() > 1)
+    s += strFormat("ranks: %d (%u weights are a rank's box of a tensor)\n", p.ranks(), boxes);
   s += strFormat("kernels: %u\n", p.kernels() ? p.kernels()->size() : 0u);
   if (p.kernels())
     for (const auto *k : *p.kernels()) {
@@ -52,10 +57,11 @@ std::string describePlan(const pl::Plan &p, bool steps) {
     }
   s += strFormat("buffers: %u\n", p.buffers()->size());
   for (const auto *e : *p.entries()) {
-    s += strFormat("entry %s: %u steps, max tokens %d, arena %" PRIu64
+    s += strFormat("entry %s%s: %u steps, max tokens %d, arena %" PRIu64
                    " B per token, output buffer %d\n",
-                   str(e->name()).c_str(), e->steps()->size(), e->max_tokens(),
-                   e->arena_bytes_per_token(), e->output());
+                   str(e->name()).c_str(),
+                   p.ranks() > 1 ? strFormat(" (rank %d)", e->rank()).c_str() : "",
+                   e->steps()->size(), e->max_tokens(), e->arena_bytes_per_token(), e->output());
     if (!steps)
       continue;
     for (const auto *st : *e->steps()) {

@@ -16,6 +16,7 @@ const char *statusCodeName(StatusCode code) {
   case StatusCode::kResourceExhausted: return "resource-exhausted";
   case StatusCode::kInternal: return "internal";
   case StatusCode::kFailedPrecondition: return "failed-precondition";
+  case StatusCode::kAborted: return "aborted";
   }
   return "unknown";
 }

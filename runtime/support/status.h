@@ -22,6 +22,7 @@ enum class StatusCode {
   kResourceExhausted,
   kInternal,
   kFailedPrecondition, // valid input this machine cannot run (a plan for another GPU arch, ...)
+  kAborted,            // stopped because another part (a rank of a mesh) failed
 };
 
 const char *statusCodeName(StatusCode code);

@@ -12,6 +12,7 @@
 #include "runtime/cuda/Backend.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/host/Backend.h"
+#include "runtime/host/Mesh.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/sampler/Sampler.h"
 #include "runtime/support/progress.h"
@@ -114,6 +115,10 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
   const bool hostPlan = p.target() && p.target()->tiles() && p.target()->tiles()->str() == "host";
   std::string device = choice.device.empty() ? (hostPlan ? "host" : "cuda") : choice.device;
   auto makeHost = [&]() -> glm5rt::StatusOr<std::unique_ptr<glm5rt::Backend>> {
+    if (p.ranks() > 1) { // a sharded plan: one host backend per rank, threads, shared memory
+      GLM5_ASSIGN_OR_RETURN(auto m, glm5rt::host::MeshBackend::create(plan, gguf, ctx));
+      return std::unique_ptr<glm5rt::Backend>(std::move(m));
+    }
     GLM5_ASSIGN_OR_RETURN(auto b, glm5rt::host::Backend::create(plan, gguf, ctx));
     return std::unique_ptr<glm5rt::Backend>(std::move(b));
   };

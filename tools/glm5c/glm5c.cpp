@@ -30,9 +30,10 @@ const char *kUsage =
     "      prints the glm dialect module (prefill and decode) of a glm-dsa GGUF; --pipeline runs\n"
     "      the canonical graph pipeline (glm-pipeline) on it first\n"
     "  glm5c compile MODEL.gguf --target T|host [--run-on ARCH] [--activation-dtype bf16|f32]\n"
-    "                [--page-size N] -o MODEL.plan\n"
+    "                [--page-size N] [--tp N --ep N] -o MODEL.plan\n"
     "      imports, runs glm-pipeline, specializes kernels for T (host: no kernels, for the\n"
-    "      host backend), compiles them with NVRTC and writes the flatbuffer plan\n"
+    "      host backend), compiles them with NVRTC and writes the flatbuffer plan; --tp/--ep N\n"
+    "      splits it into N ranks (attention heads and FFN widths, routed experts; glm-shard)\n"
     "  glm5c inspect MODEL.plan [--steps]\n"
     "      verifies a plan and prints its target, config, weights, kernels, buffers and steps\n"
     "  glm5c explain MODEL.gguf --target T [--run-on ARCH] [--activation-dtype bf16|f32]\n"
@@ -96,7 +97,7 @@ int cmdCompile(int argc, char **argv) {
   // Activations default to bf16 for GPU targets and f32 for host plans (the host backend
   // computes in f32 either way; with bf16 it rounds every activation as the GPU stores it).
   std::string input, output, target, runOn, act, attention = "sparse";
-  int pageSize = 64;
+  int pageSize = 64, tp = 1, ep = 1;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o" && i + 1 < argc)
@@ -111,6 +112,10 @@ int cmdCompile(int argc, char **argv) {
       attention = argv[++i];
     else if (a == "--page-size" && i + 1 < argc)
       pageSize = std::atoi(argv[++i]);
+    else if (a == "--tp" && i + 1 < argc)
+      tp = std::atoi(argv[++i]);
+    else if (a == "--ep" && i + 1 < argc)
+      ep = std::atoi(argv[++i]);
     else if (input.empty() && !a.empty() && a[0] != '-')
       input = a;
     else
@@ -139,7 +144,11 @@ int cmdCompile(int argc, char **argv) {
     return usage("compile: --attention takes sparse or dense");
   if (pageSize <= 0 || pageSize > 4096 || (pageSize & (pageSize - 1)))
     return usage("compile: --page-size takes a power of two in 1..4096");
+  if (tp < 1 || tp > 256 || ep < 1 || ep > 256)
+    return usage("compile: --tp and --ep take a number of ranks in 1..256");
   glm5c::CompileOptions options;
+  options.tp = tp;
+  options.ep = ep;
   options.target = target;
   options.runOn = runOn;
   options.actF32 = act == "f32";

@@ -83,12 +83,23 @@ def Glm_GgufTensorAttr : Glm_Attr<"GgufTensor", "gguf_tensor"> {
     Shape is in GGUF (ggml) order: `shape[0]` is the contiguous input dimension. The runtime
     finds the bytes by name in the GGUF the plan was compiled from.
 
-    Example: `#glm.gguf_tensor<"blk.0.attn_q_b.weight", q8_0, [2048, 16384]>`
+    With `offsets` the reference is a box of the tensor (a rank's shard, glm-shard): `shape` is
+    the box's shape and `offsets` where it starts in each dim of the whole tensor.
+
+    Example: `#glm.gguf_tensor<"blk.0.attn_q_b.weight", q8_0, [2048, 16384]>`,
+    `#glm.gguf_tensor<"blk.0.attn_q_b.weight", q8_0, [2048, 2048], offsets [0, 4096]>`
   }];
   let parameters = (ins StringRefParameter<"GGUF tensor name">:$name,
                         EnumParameter<Glm_GgmlType>:$type,
-                        ArrayRefParameter<"int64_t", "shape, GGUF order">:$shape);
-  let assemblyFormat = "`<` $name `,` $type `,` `[` $shape `]` `>`";
+                        ArrayRefParameter<"int64_t", "shape, GGUF order">:$shape,
+                        OptionalArrayRefParameter<"int64_t", "box offsets, GGUF order">:$offsets);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name, "GgmlType":$type,
+                     "::llvm::ArrayRef<int64_t>":$shape), [{
+      return $_get($_ctxt, name, type, shape, ::llvm::ArrayRef<int64_t>());
+    }]>
+  ];
+  let assemblyFormat = "`<` $name `,` $type `,` `[` $shape `]` (`,` `offsets` `[` $offsets^ `]`)? `>`";
   let genVerifyDecl = 1;
 }
 

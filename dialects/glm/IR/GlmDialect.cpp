@@ -35,7 +35,8 @@ void GlmDialect::initialize() {
 }
 
 LogicalResult GgufTensorAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                     StringRef name, GgmlType type, ArrayRef<int64_t> shape) {
+                                     StringRef name, GgmlType type, ArrayRef<int64_t> shape,
+                                     ArrayRef<int64_t> offsets) {
   if (name.empty())
     return emitError() << "GGUF tensor reference with an empty name";
   if (shape.empty() || shape.size() > 4)
@@ -44,6 +45,12 @@ LogicalResult GgufTensorAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   for (int64_t d : shape)
     if (d <= 0)
       return emitError() << "GGUF tensor '" << name << "' has a non-positive dim " << d;
+  if (!offsets.empty() && offsets.size() != shape.size())
+    return emitError() << "GGUF tensor '" << name << "' box has " << offsets.size()
+                       << " offsets for " << shape.size() << " dims";
+  for (int64_t o : offsets)
+    if (o < 0)
+      return emitError() << "GGUF tensor '" << name << "' box has a negative offset " << o;
   return success();
 }
 

@@ -398,8 +398,14 @@ LogicalResult MoEExpertsOp::verify() {
   if (g.size() != 3)
     return emitOpError() << "gate '" << getGate().getName()
                          << "' must be stacked [hidden, ffn, experts], got " << shapeStr(g);
-  if (w.getDimSize(1) > g[2])
+  // A rank's shard (offsets on the gate) holds experts [offset, offset + g[2]) of the model's;
+  // ids outside contribute nothing there, so k may exceed the local count.
+  if (getGate().getOffsets().empty() && w.getDimSize(1) > g[2])
     return emitOpError() << w.getDimSize(1) << " experts per token of " << g[2];
+  if (getGate().getOffsets() != getUp().getOffsets() ||
+      getDown().getOffsets().size() != getGate().getOffsets().size() ||
+      (!getGate().getOffsets().empty() && getDown().getOffsets()[2] != getGate().getOffsets()[2]))
+    return emitOpError() << "gate, up and down must hold the same experts";
   return checkSwiGLUWeights(*this, lastDim(x), getGate(), getUp(), getDown(), g[2]);
 }
 
@@ -408,6 +414,10 @@ LogicalResult SwiGLUOp::verify() {
   if (failed(checkActivation(*this, "input", x, 2, 2)))
     return failure();
   return checkSwiGLUWeights(*this, lastDim(x), getGate(), getUp(), getDown(), 0);
+}
+
+LogicalResult AllReduceOp::verify() {
+  return checkActivation(*this, "input", rt(getInput()), 2, 3);
 }
 
 LogicalResult LogitsOp::verify() {

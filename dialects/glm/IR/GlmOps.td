@@ -391,6 +391,22 @@ def Glm_AddOp : Glm_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
   let hasVerifier = 0;
 }
 
+def Glm_AllReduceOp : Glm_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "sum of a tensor over every rank of the mesh (a collective; glm-shard)";
+  let description = [{
+    Each rank contributes its partial `input` (an attention output projection over its heads, an
+    FFN over its slice, its experts); every rank gets the sum, in rank order. Not pure: every
+    rank must execute the same all-reduces in the same order, so none is folded or moved.
+
+    ```mlir
+    %sum = glm.all_reduce %partial : tensor<?x6144xf32>
+    ```
+  }];
+  let arguments = (ins Glm_F32Tensor:$input);
+  let results = (outs Glm_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Glm_LogitsOp : Glm_Op<"logits", [Pure]> {
   let summary = "output projection to vocabulary logits (after the final norm)";
   let description = [{

@@ -50,6 +50,33 @@ def GlmFuseRouter : Pass<"glm-fuse-router", "mlir::ModuleOp"> {
   let dependentDialects = ["glm5c::glm::GlmDialect"];
 }
 
+def GlmShard : Pass<"glm-shard", "mlir::ModuleOp"> {
+  let summary = "Split prefill and decode into one function per rank: TP attention and FFNs, EP experts";
+  let description = [{
+    For `tp = N > 1` (and `ep = N`: the experts' partial sums share the FFN's all-reduce),
+    every entry `@prefill` / `@decode` becomes `@prefill_rank<r>` / `@decode_rank<r>` for
+    r < N, and the module gets `glm.ranks = N`. In rank r:
+    - attention by heads: `attn_q_b` keeps the rows of heads [r H/N, (r+1) H/N), `attn_k_b` and
+      `attn_v_b` those heads, every value between them (RoPE, slices, sparse MLA) H/N heads, and
+      `attn_output` the matching input columns; its partial output is summed by `glm.all_reduce`
+      before the residual add;
+    - the dense FFNs and the shared expert by their hidden width: gate and up keep rows
+      [r F/N, (r+1) F/N), down the matching input columns;
+    - the routed experts [r E/N, (r+1) E/N): every rank routes every token (the router is
+      replicated), computes only its experts, and the MoE output (routed + shared slice) is
+      summed by one `glm.all_reduce`;
+    - replicated: embedding, norms, q_a, kv_a, the latent and indexer caches (each rank writes
+      the same rows), the indexer and its top-k, the router, the head.
+    Weight slices are GGUF tensor boxes (`offsets`); a box that cuts the rows' contiguous dim must
+    cover whole quantization blocks. Errors name the tensor and the count that does not divide.
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1", "tensor-parallel ranks (attention heads, FFN width)">,
+    Option<"ep", "ep", "int64_t", "1", "expert-parallel ranks (routed experts); must equal tp">
+  ];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
 def GlmLowerSwiGLU : Pass<"glm-lower-swiglu", "mlir::ModuleOp"> {
   let summary = "Split glm.swiglu into its three projections and the gate product";
   let description = [{
