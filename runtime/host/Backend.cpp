@@ -78,8 +78,13 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   std::unique_ptr<Backend> b(new Backend(p));
   b->rank_ = rank;
   b->mesh_ = mesh;
+  const std::vector<bool> mine = plan::weightsOfRank(p, rank);
   for (uint32_t i = 0; i < p.weights()->size(); ++i) {
     const pl::Weight *w = p.weights()->Get(i);
+    if (!mine[i]) { // another rank's box: never read here
+      b->weights_.emplace_back();
+      continue;
+    }
     const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
     Weight hw;
     hw.type = t->type;

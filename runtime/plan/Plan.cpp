@@ -16,6 +16,17 @@ const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key) {
   return nullptr;
 }
 
+std::vector<bool> weightsOfRank(const glm5::plan::Plan &p, int rank) {
+  std::vector<bool> used(p.weights()->size(), false);
+  for (const auto *e : *p.entries())
+    if (e->rank() == rank)
+      for (const auto *s : *e->steps())
+        if (s->weights())
+          for (int32_t w : *s->weights())
+            used[static_cast<size_t>(w)] = true; // ids are range-checked at load
+  return used;
+}
+
 const char *opKindName(OpKind kind) {
   const char *name = glm5::plan::EnumNameOpKind(kind);
   return name && *name ? name : "?";

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace glm5rt::plan {
 
@@ -39,6 +40,10 @@ const char *opKindName(glm5::plan::OpKind kind);
 
 // The step's attribute named `key`, or null (every backend reads steps' attributes this way).
 const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key);
+
+// Which weights rank `rank`'s entry points use (a sharded plan's weight table holds every
+// rank's boxes; a rank loads only its own and the replicated ones).
+std::vector<bool> weightsOfRank(const glm5::plan::Plan &plan, int rank);
 
 // Checks that `gguf` is the file the plan was compiled from (header fingerprint) and that every
 // weight of the table is there with the recorded type and shape. `planPath` names the plan.
