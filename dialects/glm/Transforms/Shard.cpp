@@ -43,10 +43,10 @@ public:
         if (failed(shardHeads(lin)))
           return failure();
       } else if (auto sw = dyn_cast<SwiGLUOp>(op)) {
-        if (failed(shardSwiGLU(sw)))
+        if (failed(shardFfn(sw, /*gateUpDim=*/1, /*downDim=*/0)))
           return failure();
       } else if (auto ex = dyn_cast<MoEExpertsOp>(op)) {
-        if (failed(shardExperts(ex)))
+        if (failed(shardFfn(ex, /*gateUpDim=*/2, /*downDim=*/2)))
           return failure();
       }
     }
@@ -155,37 +155,24 @@ private:
     return def && (isa<MoEExpertsOp>(def) || isa<SwiGLUOp>(def)) ? add.getOperation() : nullptr;
   }
 
-  LogicalResult shardSwiGLU(SwiGLUOp sw) {
-    FailureOr<GgufTensorAttr> g = box(sw, sw.getGate(), 1), u = box(sw, sw.getUp(), 1),
-                              d = box(sw, sw.getDown(), 0);
+  // The dense FFN or shared expert (gate/up rows and down input columns of the width: dims 1
+  // and 0) or the routed experts (a range of experts: dim 2 of all three); the output is a
+  // partial sum, added over the ranks after the MoE sum or right after a dense FFN.
+  template <typename FfnOp>
+  LogicalResult shardFfn(FfnOp op, unsigned gateUpDim, unsigned downDim) {
+    FailureOr<GgufTensorAttr> g = box(op, op.getGate(), gateUpDim),
+                              u = box(op, op.getUp(), gateUpDim),
+                              d = box(op, op.getDown(), downDim);
     if (failed(g) || failed(u) || failed(d))
       return failure();
-    sw.setGateAttr(*g);
-    sw.setUpAttr(*u);
-    sw.setDownAttr(*d);
-    if (Operation *add = moeSum(sw.getResult())) {
-      if (!llvm::any_of(add->getUsers(), [](Operation *u) { return isa<AllReduceOp>(u); }))
-        allReduceAfter(add, add->getResult(0));
-    } else {
-      allReduceAfter(sw, sw.getResult());
-    }
-    return success();
-  }
-
-  LogicalResult shardExperts(MoEExpertsOp ex) {
-    FailureOr<GgufTensorAttr> g = box(ex, ex.getGate(), 2), u = box(ex, ex.getUp(), 2),
-                              d = box(ex, ex.getDown(), 2);
-    if (failed(g) || failed(u) || failed(d))
-      return failure();
-    ex.setGateAttr(*g);
-    ex.setUpAttr(*u);
-    ex.setDownAttr(*d);
-    if (Operation *add = moeSum(ex.getResult())) {
-      if (!llvm::any_of(add->getUsers(), [](Operation *u) { return isa<AllReduceOp>(u); }))
-        allReduceAfter(add, add->getResult(0));
-    } else {
-      allReduceAfter(ex, ex.getResult());
-    }
+    op.setGateAttr(*g);
+    op.setUpAttr(*u);
+    op.setDownAttr(*d);
+    Operation *add = moeSum(op.getResult());
+    if (!add)
+      allReduceAfter(op, op.getResult());
+    else if (!llvm::any_of(add->getUsers(), [](Operation *u) { return isa<AllReduceOp>(u); }))
+      allReduceAfter(add, add->getResult(0)); // the MoE's other half was sharded first
     return success();
   }
 
