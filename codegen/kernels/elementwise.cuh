@@ -99,6 +99,24 @@ __device__ __forceinline__ GlmNormRow glm_norm_row(int rows) {
   return r;
 }
 
+// The tail both RMSNorms share: `ss` is this thread's part of the row's sum of squares and v its
+// values; writes y = w * v / sqrt(mean + eps) to row r of y [rows, GLM_D]. Every thread of the
+// CTA calls it (glm_row_sum synchronizes), valid row or not.
+__device__ __forceinline__ void glm_rms_finish(const float (&v)[GLM_EPT], float ss, float *red,
+                                               const GlmNormRow &r, const float *__restrict__ w,
+                                               glm_act *__restrict__ y, float eps) {
+  ss = glm_row_sum(ss, red);
+  const float inv = rsqrtf(ss * (1.f / GLM_D) + eps);
+  if (!r.valid)
+    return;
+#pragma unroll
+  for (int k = 0; k < GLM_EPT; ++k) {
+    const int c = k * GLM_TPR + r.j;
+    if (c < GLM_D)
+      glm_act_store(y, r.row * GLM_D + c, w[c] * (v[k] * inv));
+  }
+}
+
 // y = w * x / sqrt(mean(x^2) + eps) per row: x [rows] with row stride ld_x (a row may be a slice
 // of a wider one, e.g. the latent of the 576-wide kv_a output), w {GLM_D} F32, y [rows, GLM_D].
 extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
@@ -114,16 +132,7 @@ extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
     v[k] = r.valid && c < GLM_D ? glm_act_load(x, r.row * ld_x + c) : 0.f;
     ss += v[k] * v[k];
   }
-  ss = glm_row_sum(ss, red);
-  const float inv = rsqrtf(ss * (1.f / GLM_D) + eps);
-  if (!r.valid)
-    return;
-#pragma unroll
-  for (int k = 0; k < GLM_EPT; ++k) {
-    const int c = k * GLM_TPR + r.j;
-    if (c < GLM_D)
-      glm_act_store(y, r.row * GLM_D + c, w[c] * (v[k] * inv));
-  }
+  glm_rms_finish(v, ss, red, r, w, y, eps);
 }
 
 // The residual add fused with the next norm: h = a + b (written out, rounded to glm_act), then
@@ -149,16 +158,7 @@ extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
     if (r.valid && c < GLM_D)
       glm_act_store(h, r.row * GLM_D + c, v[k]);
   }
-  ss = glm_row_sum(ss, red);
-  const float inv = rsqrtf(ss * (1.f / GLM_D) + eps);
-  if (!r.valid)
-    return;
-#pragma unroll
-  for (int k = 0; k < GLM_EPT; ++k) {
-    const int c = k * GLM_TPR + r.j;
-    if (c < GLM_D)
-      glm_act_store(y, r.row * GLM_D + c, w[c] * (v[k] * inv));
-  }
+  glm_rms_finish(v, ss, red, r, w, y, eps);
 }
 
 // LayerNorm with bias (the indexer key norm): y = (x - mean) / sqrt(var + eps) * w + b, var the
