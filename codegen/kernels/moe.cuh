@@ -3,9 +3,21 @@
 // every active expert, and the weighted combine of the experts' outputs.
 //
 // Instantiation constants: GLM_EXPERTS (E), GLM_TOPK_E (k, experts per token), GLM_HIDDEN (for
-// the combine), GLM_NORMALIZE (0/1). Activations are glm_act; gate math is fp32.
+// the combine), GLM_NORMALIZE (0/1), and GLM_EXPERT_SHARD (1: a rank of a sharded plan holds the
+// model's experts [first_expert, first_expert + GLM_EXPERTS), a kernel argument; the grouping
+// keeps only their pairs and the combine skips the other slots. Absent: the whole model's).
+// Activations are glm_act; gate math is fp32.
 #pragma once
 #include "common.cuh"
+
+#ifndef GLM_EXPERT_SHARD
+#define GLM_EXPERT_SHARD 0
+#endif
+#if GLM_EXPERT_SHARD
+#define GLM_LOCAL_EXPERT(id) ((id) - first_expert)
+#else
+#define GLM_LOCAL_EXPERT(id) (id)
+#endif
 
 #define GLM_GATE_PER_LANE ((GLM_EXPERTS + 31) / 32)
 
@@ -81,14 +93,18 @@ extern "C" __global__ void __launch_bounds__(128)
 //   pair_of [T*k]: the (token * k + slot) at each expert-major position
 extern "C" __global__ void __launch_bounds__(256)
     moe_group(const int32_t *__restrict__ ids, int pairs, int32_t *__restrict__ offsets,
-              int32_t *__restrict__ pair_of) {
+              int32_t *__restrict__ pair_of
+#if GLM_EXPERT_SHARD
+              , int first_expert
+#endif
+              ) {
   __shared__ int32_t count[GLM_EXPERTS];
   __shared__ int32_t start[GLM_EXPERTS + 1];
   for (int e = threadIdx.x; e < GLM_EXPERTS; e += blockDim.x)
     count[e] = 0;
   __syncthreads();
   for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
-    int e = ids[p];
+    int e = GLM_LOCAL_EXPERT(ids[p]);
     if (e >= 0 && e < GLM_EXPERTS)
       atomicAdd(&count[e], 1);
   }
@@ -109,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(256)
   for (int e = threadIdx.x; e < GLM_EXPERTS; e += blockDim.x) {
     int at = start[e];
     for (int p = 0; p < pairs; ++p)
-      if (ids[p] == e)
+      if (GLM_LOCAL_EXPERT(ids[p]) == e)
         pair_of[at++] = p;
   }
 }
@@ -120,14 +136,24 @@ extern "C" __global__ void __launch_bounds__(256)
     moe_combine(const float *__restrict__ expert_out, // [T * k, GLM_HIDDEN]
                 const float *__restrict__ weights,    // [T, k]
                 glm_act *__restrict__ y,              // [T, GLM_HIDDEN]
-                int tokens) {
+                int tokens
+#if GLM_EXPERT_SHARD
+                , const int32_t *__restrict__ ids, int first_expert // [T, k]: other ranks' slots
+#endif                                                              // have no expert_out row
+                ) {
   const int t = blockIdx.x;
   for (int c = threadIdx.x; c < GLM_HIDDEN; c += blockDim.x) {
     float acc = 0.f;
 #pragma unroll
-    for (int j = 0; j < GLM_TOPK_E; ++j)
+    for (int j = 0; j < GLM_TOPK_E; ++j) {
+#if GLM_EXPERT_SHARD
+      const int e = GLM_LOCAL_EXPERT(ids[t * GLM_TOPK_E + j]);
+      if (e < 0 || e >= GLM_EXPERTS)
+        continue;
+#endif
       acc = fmaf(weights[t * GLM_TOPK_E + j],
                  expert_out[(static_cast<long long>(t) * GLM_TOPK_E + j) * GLM_HIDDEN + c], acc);
+    }
     glm_act_store(y, static_cast<long long>(t) * GLM_HIDDEN + c, acc);
   }
 }

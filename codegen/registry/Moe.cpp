@@ -20,6 +20,8 @@ glm5rt::StatusOr<std::string> moeRoutingSource(const MoeShape &s) {
   src += "#define GLM_TOPK_E " + std::to_string(s.topk) + "\n";
   src += "#define GLM_HIDDEN " + std::to_string(s.hidden) + "\n";
   src += "#define GLM_NORMALIZE " + std::to_string(s.normalize ? 1 : 0) + "\n";
+  if (s.shard) // absent otherwise: unsharded instantiations stay what they were
+    src += "#define GLM_EXPERT_SHARD 1\n";
   src += "#include \"moe.cuh\"\n";
   return src;
 }

@@ -15,6 +15,7 @@ struct MoeShape {
   int64_t hidden = 6144;
   bool normalize = true;
   bool actF32 = false;
+  bool shard = false; // a rank's range of the experts (GLM_EXPERT_SHARD)
 };
 
 // The instantiation of moe.cuh (entries moe_gate, moe_group, moe_combine); fails, naming the

@@ -226,7 +226,8 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
   uint32_t down = q.weightTypes.size() > 0 ? q.weightTypes[0] : 0;
   uint32_t gate = q.weightTypes.size() > 1 ? q.weightTypes[1] : 0;
   uint32_t up = q.weightTypes.size() > 2 ? q.weightTypes[2] : 0;
-  MoeShape routing{dim(q, "experts", 0), dim(q, "topk", 0), dim(q, "hidden", 0), true, q.actF32};
+  MoeShape routing{dim(q, "experts", 0), dim(q, "topk", 0), dim(q, "hidden", 0), true, q.actF32,
+                   dim(q, "shard", 0) != 0};
   auto routeSrc = moeRoutingSource(routing);
   if (!routeSrc.isOk()) {
     c.rejected.push_back({"moe_routing", routeSrc.status().message()});
@@ -241,10 +242,12 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
   c.ok = true;
   c.variant = "moe_routing_e" + std::to_string(routing.experts) + "_k" +
               std::to_string(routing.topk) + "_h" + std::to_string(routing.hidden) +
-              (q.actF32 ? "_f32" : "_bf16");
+              (q.actF32 ? "_f32" : "_bf16") + (routing.shard ? "_shard" : "");
   c.threads = 256;
   c.source = *routeSrc;
   c.entries = {"moe_group", "moe_combine"};
+  if (routing.shard) // the launcher passes the rank's first expert (and the ids to the combine)
+    c.params = {{"shard", 1}};
   for (const MoeFfnConfig *f : {&ffn->gateUp, &ffn->down})
     c.extra.push_back({f->variant, moeFfnSource(*f), {f->entry}, f->threads, f->dynamicSmem,
                        glm5rt::launch::moeFfnParamList(moeFfnLaunchParams(*f))});

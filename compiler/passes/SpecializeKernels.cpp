@@ -77,6 +77,8 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
     q.dims["topk"] = e.getWeights().getType().getDimSize(1);
     q.dims["hidden"] = e.getGate().getShape()[0];
     q.dims["ffn"] = e.getGate().getShape()[1];
+    if (!e.getGate().getOffsets().empty()) // a rank's range of the experts (glm-shard)
+      q.dims["shard"] = 1;
   }
   if (auto s = dyn_cast<IndexerScoreOp>(op)) {
     q.dims["heads"] = s.getQuery().getType().getDimSize(1);
