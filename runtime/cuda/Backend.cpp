@@ -94,16 +94,20 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
                                                     const BackendOptions &o) {
   const pl::Plan &p = loaded.plan();
   GLM5_RETURN_IF_ERROR(plan::checkGguf(p, gguf, loaded.path()));
-  if (p.ranks() > 1)
-    return makeStatus(StatusCode::kUnimplemented,
-                      "%s has %d ranks (glm5c compile --tp): the multi-GPU runtime (one process "
-                      "per GPU over NCCL) is not built yet; run it on the host mesh with "
-                      "--device host, or compile without --tp for one GPU",
-                      loaded.path().c_str(), p.ranks());
+  if (p.ranks() > 1 && (!o.comm || o.comm->ranks() != p.ranks()))
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s has %d ranks (glm5c compile --tp): each runs in its own process on its "
+                      "own GPU with an NCCL communicator (glm5-run starts them); this backend got "
+                      "%s",
+                      loaded.path().c_str(), p.ranks(),
+                      o.comm ? strFormat("a communicator of %d ranks", o.comm->ranks()).c_str()
+                             : "none");
   if (o.chunk < 1 || o.chunk > (1 << 20))
     return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
   std::unique_ptr<Backend> b(new Backend(p));
   b->useGraphs_ = o.graphs;
+  b->comm_ = p.ranks() > 1 ? o.comm : nullptr;
+  b->rank_ = b->comm_ ? b->comm_->rank() : 0;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
   GLM5_RETURN_IF_ERROR(b->loadKernels());
   GLM5_RETURN_IF_ERROR(b->drv_->streamCreate(&b->stream_));
@@ -143,10 +147,22 @@ Status Backend::loadKernels() {
 
 Status Backend::uploadWeights(const gguf::GgufFile &gguf, bool progress) {
   const auto *ws = plan_.weights();
-  std::vector<uint64_t> offsets;
-  for (const pl::Weight *w : *ws) {
+  // A rank uploads the weights its entry points use: its boxes (gathered on the host into
+  // contiguous tensors) and the replicated tensors.
+  const std::vector<bool> mine = plan::weightsOfRank(plan_, rank_);
+  std::vector<std::vector<uint8_t>> boxes(ws->size());
+  std::vector<uint64_t> offsets, bytes(ws->size(), 0);
+  for (uint32_t i = 0; i < ws->size(); ++i) {
+    const pl::Weight *w = ws->Get(i);
+    if (mine[i] && w->view_offset() && w->view_offset()->size() > 0) {
+      uint64_t ne[4];
+      GLM5_RETURN_IF_ERROR(plan::gatherBox(*w, *gguf.findTensor(w->name()->str()), &boxes[i], ne));
+      bytes[i] = boxes[i].size();
+    } else if (mine[i]) {
+      bytes[i] = w->bytes();
+    }
     offsets.push_back(weightBytes_);
-    weightBytes_ += alignUp(w->bytes());
+    weightBytes_ += alignUp(bytes[i]);
   }
   size_t freeB = 0, total = 0;
   GLM5_RETURN_IF_ERROR(drv_->memInfo(&freeB, &total));
@@ -167,10 +183,14 @@ Status Backend::uploadWeights(const gguf::GgufFile &gguf, bool progress) {
     const gguf::TensorInfo *t = gguf.findTensor(w->name()->str());
     // checkGguf verified presence, type, shape and extent.
     weightPtr_.push_back(weights_ + offsets[i]);
-    GLM5_RETURN_IF_ERROR(drv_->copyToDevice(weightPtr_.back(), t->data, w->bytes())
+    if (bytes[i] == 0) // another rank's box
+      continue;
+    const void *src = boxes[i].empty() ? static_cast<const void *>(t->data) : boxes[i].data();
+    GLM5_RETURN_IF_ERROR(drv_->copyToDevice(weightPtr_.back(), src, bytes[i])
                              .withContext("uploading " + w->name()->str()));
+    boxes[i] = {};
     if (bar)
-      bar->advance(alignUp(w->bytes()));
+      bar->advance(alignUp(bytes[i]));
   }
   if (bar)
     bar->finish();
@@ -196,6 +216,8 @@ Status Backend::planMemory(const BackendOptions &o) {
   std::vector<int> slotOf(p.buffers()->size(), -1);
   int slots = 0;
   for (const pl::EntryPoint *e : *p.entries()) {
+    if (e->rank() != rank_)
+      continue;
     std::vector<std::pair<int, int>> live; // buffer -> (def, last use)
     std::map<int, std::pair<int, int>> range;
     for (uint32_t i = 0; i < e->steps()->size(); ++i) {
@@ -234,7 +256,8 @@ Status Backend::planMemory(const BackendOptions &o) {
 
   uint64_t arenaBytes = 0;
   for (const pl::EntryPoint *e : *p.entries())
-    arenaBytes = std::max<uint64_t>(arenaBytes, e->arena_bytes_per_token() * chunk_);
+    if (e->rank() == rank_)
+      arenaBytes = std::max<uint64_t>(arenaBytes, e->arena_bytes_per_token() * chunk_);
 
   // The KV cache gets the free memory left after the arena, in proportion to what a cached
   // position costs in the cache against the per-context buffers and the top-k candidates.
@@ -274,6 +297,8 @@ Status Backend::planMemory(const BackendOptions &o) {
 
   // Workspaces: a dry run of every launch for every chunk length takes their maximum sizes.
   for (const pl::EntryPoint *e : *p.entries()) {
+    if (e->rank() != rank_)
+      continue;
     const int64_t maxT = e->max_tokens() > 0 ? std::min<int64_t>(e->max_tokens(), chunk_) : chunk_;
     for (int64_t T = 1; T <= maxT; ++T)
       for (const pl::Step *s : *e->steps())
@@ -555,14 +580,38 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     DevicePtr off = moeOffsets_, pairOf = moePairOf_, h = moeH_, eo = moeOut_;
     DevicePtr wg = weight("gate"), wu = weight("up"), wd = weight("down");
     int pairs = static_cast<int>(gg.pairs), t = static_cast<int>(T);
-    GLM5_RETURN_IF_ERROR(go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0,
-                            {&ids, &pairs, &off, &pairOf}));
+    // A rank's range of the experts (kernel param shard): it starts at the gate box's dim 2.
+    bool shard = false;
+    if (group.k->params())
+      for (const pl::Attr *a : *group.k->params())
+        shard |= a->key()->str() == "shard" && a->i() != 0;
+    const pl::Weight *gw = plan_.weights()->Get(static_cast<flatbuffers::uoffset_t>(weightId("gate")));
+    int first = shard && gw->view_offset() && gw->view_offset()->size() == 3
+                    ? static_cast<int>(gw->view_offset()->Get(2))
+                    : 0;
+    std::vector<void *> groupArgs = {&ids, &pairs, &off, &pairOf}, combineArgs = {&eo, &wts, &y, &t};
+    if (shard) {
+      groupArgs.push_back(&first);
+      combineArgs.push_back(&ids);
+      combineArgs.push_back(&first);
+    }
+    GLM5_RETURN_IF_ERROR(go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0, groupArgs));
     GLM5_RETURN_IF_ERROR(go(gu, gg.gridX, gg.gridY, 1, gg.threads, gg.smem,
                             {&x, &wg, &wu, &off, &pairOf, &h}));
     GLM5_RETURN_IF_ERROR(go(dn, dg.gridX, dg.gridY, 1, dg.threads, dg.smem,
                             {&h, &wd, &off, &pairOf, &eo}));
     return go(combine, static_cast<unsigned>(T), 1, 1, static_cast<unsigned>(combine.k->threads()),
-              0, {&eo, &wts, &y, &t});
+              0, combineArgs);
+  }
+  case pl::OpKind::AllReduce: {
+    // The ranks' partial sums (attention output, FFN / MoE) added by NCCL on this stream.
+    if (!comm_)
+      return makeStatus(StatusCode::kFailedPrecondition,
+                        "an all-reduce step without a communicator (a one-rank backend)");
+    if (dry)
+      return Status::ok();
+    return comm_->allReduce(ptr(in(0)), ptr(out(0)), static_cast<uint64_t>(T * elems(out(0))),
+                            buf(out(0)).dtype() == pl::DType::BF16, stream_);
   }
   case pl::OpKind::SwiGLUMul:
   case pl::OpKind::Add: {
@@ -659,7 +708,7 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
                     int64_t T, std::vector<float> *logits) {
   const pl::EntryPoint *ep = nullptr;
   for (const pl::EntryPoint *e : *plan_.entries())
-    if (e->name()->str() == entry)
+    if (e->name()->str() == entry && e->rank() == rank_)
       ep = e;
   if (!ep)
     return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());

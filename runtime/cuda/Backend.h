@@ -24,6 +24,7 @@
 
 #include "runtime/backend/Backend.h"
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/Nccl.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/kv/PagedKv.h"
 #include "runtime/plan/Plan.h"
@@ -40,6 +41,9 @@ struct BackendOptions {
   int64_t chunk = 512;       // most tokens of one prefill call
   bool progress = true;      // weight upload progress on stderr
   bool graphs = true;        // replay one-token steps as a CUDA graph
+  // A sharded plan (several ranks): this process's rank and its NCCL communicator (the plan's
+  // AllReduce steps); the backend loads only the rank's weights and runs its entry points.
+  const Nccl::Comm *comm = nullptr;
 };
 
 class Backend : public glm5rt::Backend {
@@ -125,6 +129,8 @@ private:
   DevicePtr kv_ = 0, index_ = 0, blockTable_ = 0;
 
   bool useGraphs_ = true;
+  int rank_ = 0;                      // of a sharded plan
+  const Nccl::Comm *comm_ = nullptr;  // its communicator (null for one rank)
   GraphExec decodeGraph_ = nullptr;
   Status decodeGraphFailed_; // a failed capture: later calls launch step by step
   Needs needs_;

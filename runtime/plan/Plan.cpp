@@ -1,5 +1,7 @@
 // Plan verification (see Plan.h).
 #include "runtime/plan/Plan.h"
+#include "runtime/gguf/ggml_types.h"
+#include <cstring>
 
 #include <cinttypes>
 
@@ -15,6 +17,46 @@ const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key) {
       return a;
   return nullptr;
 }
+
+Status gatherBox(const glm5::plan::Weight &w, const gguf::TensorInfo &t, std::vector<uint8_t> *store,
+                 uint64_t ne[4]) {
+  const auto *off = w.view_offset();
+  const auto *shp = w.view_shape();
+  if (!shp || shp->size() != off->size() || off->size() != t.nDims)
+    return makeStatus(StatusCode::kDataLoss, "plan weight %s: a box of %u offsets and %u dims "
+                      "for a %u-dim tensor", w.name()->c_str(), off->size(),
+                      shp ? shp->size() : 0u, t.nDims);
+  uint64_t o[4] = {0, 0, 0, 0}, n[4] = {1, 1, 1, 1};
+  for (uint32_t d = 0; d < t.nDims; ++d) {
+    o[d] = off->Get(d);
+    n[d] = shp->Get(d);
+    if (n[d] == 0 || o[d] + n[d] > t.ne[d])
+      return makeStatus(StatusCode::kDataLoss, "plan weight %s: box dim %u [%llu, +%llu) is "
+                        "outside the tensor's %llu", w.name()->c_str(), d,
+                        static_cast<unsigned long long>(o[d]), static_cast<unsigned long long>(n[d]),
+                        static_cast<unsigned long long>(t.ne[d]));
+  }
+  const auto &tr = gguf::ggmlTypeTraits(t.type);
+  if (o[0] % tr.blockElems || n[0] % tr.blockElems)
+    return makeStatus(StatusCode::kDataLoss, "plan weight %s: box cuts %s blocks of %u in dim 0",
+                      w.name()->c_str(), tr.name, tr.blockElems);
+  const uint64_t rowBytes = t.ne[0] / tr.blockElems * tr.blockBytes;
+  const uint64_t boxRow = n[0] / tr.blockElems * tr.blockBytes;
+  const uint64_t skip = o[0] / tr.blockElems * tr.blockBytes;
+  store->resize(boxRow * n[1] * n[2] * n[3]);
+  uint8_t *dst = store->data();
+  for (uint64_t i3 = 0; i3 < n[3]; ++i3)
+    for (uint64_t i2 = 0; i2 < n[2]; ++i2)
+      for (uint64_t i1 = 0; i1 < n[1]; ++i1) {
+        const uint64_t row = ((o[3] + i3) * t.ne[2] + (o[2] + i2)) * t.ne[1] + (o[1] + i1);
+        std::memcpy(dst, t.data + row * rowBytes + skip, boxRow);
+        dst += boxRow;
+      }
+  for (uint32_t d = 0; d < 4; ++d)
+    ne[d] = n[d];
+  return Status::ok();
+}
+
 
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &p, int rank) {
   std::vector<bool> used(p.weights()->size(), false);

@@ -41,6 +41,13 @@ const char *opKindName(glm5::plan::OpKind kind);
 // The step's attribute named `key`, or null (every backend reads steps' attributes this way).
 const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key);
 
+// A weight that is a rank's box of its tensor (view_offset / view_shape): its bytes gathered
+// from the mapped tensor `t` into `store` as a contiguous tensor of dims `ne` (rows of dim 0,
+// whole blocks, checked, taken from every row the box covers in dims 1..3). Both backends load
+// boxes this way; a malformed box is a kDataLoss error naming the weight.
+Status gatherBox(const glm5::plan::Weight &w, const gguf::TensorInfo &t, std::vector<uint8_t> *store,
+                 uint64_t ne[4]);
+
 // Which weights rank `rank`'s entry points use (a sharded plan's weight table holds every
 // rank's boxes; a rank loads only its own and the replicated ones).
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &plan, int rank);

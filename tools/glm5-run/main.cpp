@@ -13,6 +13,7 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/host/Backend.h"
 #include "runtime/host/Mesh.h"
+#include "runtime/cuda/RankProcesses.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/sampler/Sampler.h"
 #include "runtime/support/progress.h"
@@ -127,9 +128,18 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     o.contextTokens = ctx;
     o.chunk = chunk;
     o.graphs = choice.graphs;
+    // A sharded plan: one process per rank and GPU (this one is rank 0 until it forks), joined
+    // by NCCL; the communicator lives as long as the process.
+    static glm5rt::cuda::RankProcess rankProcess;
+    if (p.ranks() > 1) {
+      GLM5_ASSIGN_OR_RETURN(rankProcess, glm5rt::cuda::startRankProcesses(p.ranks()));
+      o.comm = rankProcess.comm.get();
+    }
     GLM5_ASSIGN_OR_RETURN(auto b, glm5rt::cuda::Backend::create(plan, gguf, o));
-    std::fprintf(stderr, "glm5-run: cuda on %s (sm_%d%d, %d SMs): %s, weights %.1f MB, %s of "
+    std::fprintf(stderr, "glm5-run: %scuda on %s (sm_%d%d, %d SMs): %s, weights %.1f MB, %s of "
                  "device memory, context %lld tokens\n",
+                 p.ranks() > 1 ? glm5rt::strFormat("rank %d of %d: ", rankProcess.rank,
+                                                   p.ranks()).c_str() : "",
                  b->device().name.c_str(), b->device().major, b->device().minor,
                  b->device().smCount, p.target()->code_arch()->c_str(), b->weightBytes() / 1e6,
                  glm5rt::Progress::bytesText(static_cast<double>(b->deviceBytes())).c_str(),

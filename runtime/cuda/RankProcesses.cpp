@@ -1,0 +1,117 @@
+// One process per GPU for a sharded plan (see RankProcesses.h).
+#include "runtime/cuda/RankProcesses.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace glm5rt::cuda {
+
+namespace {
+
+std::vector<pid_t> &children() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
+// The r-th device of CUDA_VISIBLE_DEVICES (or r itself when unset).
+std::string deviceOf(int r) {
+  const char *v = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!v || !*v)
+    return std::to_string(r);
+  std::string list = v;
+  size_t start = 0;
+  for (int i = 0; i < r; ++i) {
+    start = list.find(',', start);
+    if (start == std::string::npos)
+      return "";
+    ++start;
+  }
+  return list.substr(start, list.find(',', start) - start);
+}
+
+// Rank 0, at exit: waits for the ranks the watchdog has not reaped yet (a failure among them
+// is the watchdog's to report).
+void reapChildren() {
+  for (pid_t pid : children()) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+  }
+}
+
+} // namespace
+
+StatusOr<RankProcess> startRankProcesses(int ranks) {
+  if (ranks < 2)
+    return makeStatus(StatusCode::kInvalidArgument, "startRankProcesses: %d ranks", ranks);
+  std::vector<std::string> devices;
+  for (int r = 0; r < ranks; ++r) {
+    devices.push_back(deviceOf(r));
+    if (devices.back().empty())
+      return makeStatus(StatusCode::kFailedPrecondition,
+                        "the plan has %d ranks, one GPU each, but CUDA_VISIBLE_DEVICES lists %d",
+                        ranks, r);
+  }
+  const char *tmp = std::getenv("TMPDIR");
+  const std::string idPath = std::string(tmp && *tmp ? tmp : "/tmp") + "/glm5-run-nccl-" +
+                             std::to_string(getpid()) + ".id";
+  std::remove(idPath.c_str());
+  std::fflush(nullptr);
+  RankProcess me;
+  me.ranks = ranks;
+  for (int r = 1; r < ranks && me.rank == 0; ++r) {
+    pid_t pid = fork();
+    if (pid < 0)
+      return makeStatus(StatusCode::kResourceExhausted, "cannot start rank %d: fork failed", r);
+    if (pid == 0) {
+      me.rank = r;
+      prctl(PR_SET_PDEATHSIG, SIGTERM); // rank 0 gone: so is this rank
+      int null = open("/dev/null", O_WRONLY);
+      if (null >= 0)
+        dup2(null, STDOUT_FILENO); // rank 0 alone prints the results
+      children().clear();
+    } else {
+      children().push_back(pid);
+    }
+  }
+  setenv("CUDA_VISIBLE_DEVICES", devices[static_cast<size_t>(me.rank)].c_str(), 1);
+  if (me.rank == 0) {
+    std::atexit(reapChildren);
+    // A rank that dies leaves the others waiting in a collective: end the job instead. The
+    // watchdog reaps the ranks as they end; reapChildren waits at exit for the rest.
+    std::thread([pids = children()] {
+      for (;;) {
+        int st = 0;
+        const pid_t pid = waitpid(-1, &st, 0);
+        if (pid <= 0)
+          return; // no rank left
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+          std::fprintf(stderr, "glm5-run: a rank process (pid %d) failed; stopping every rank\n",
+                       static_cast<int>(pid));
+          for (pid_t p : pids)
+            kill(p, SIGTERM);
+          _exit(1);
+        }
+      }
+    }).detach();
+  }
+  GLM5_ASSIGN_OR_RETURN(const Nccl *nccl, Nccl::load());
+  NcclId id{};
+  if (me.rank == 0) {
+    GLM5_ASSIGN_OR_RETURN(id, nccl->uniqueId());
+    GLM5_RETURN_IF_ERROR(writeNcclId(idPath, id));
+  } else {
+    GLM5_ASSIGN_OR_RETURN(id, readNcclId(idPath, 120000));
+  }
+  GLM5_ASSIGN_OR_RETURN(me.comm, nccl->initRank(id, me.rank, ranks));
+  return me;
+}
+
+} // namespace glm5rt::cuda
