@@ -58,6 +58,17 @@ Status gatherBox(const glm5::plan::Weight &w, const gguf::TensorInfo &t, std::ve
 }
 
 
+uint64_t loadedBytes(const glm5::plan::Weight &w) {
+  if (!w.view_shape() || w.view_shape()->size() == 0 || !w.shape() ||
+      w.view_shape()->size() != w.shape()->size())
+    return w.bytes();
+  const auto &tr = gguf::ggmlTypeTraits(static_cast<gguf::GgmlType>(w.ggml_type()));
+  uint64_t rows = 1;
+  for (uint32_t d = 1; d < w.view_shape()->size(); ++d)
+    rows *= w.view_shape()->Get(d);
+  return tr.blockElems ? w.view_shape()->Get(0) / tr.blockElems * tr.blockBytes * rows : w.bytes();
+}
+
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &p, int rank) {
   std::vector<bool> used(p.weights()->size(), false);
   for (const auto *e : *p.entries())

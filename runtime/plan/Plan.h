@@ -48,6 +48,10 @@ const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key);
 Status gatherBox(const glm5::plan::Weight &w, const gguf::TensorInfo &t, std::vector<uint8_t> *store,
                  uint64_t ne[4]);
 
+// The bytes a weight occupies once loaded: its box's (whole blocks of dim 0 times the other
+// dims) for a rank's box, else the tensor's.
+uint64_t loadedBytes(const glm5::plan::Weight &w);
+
 // Which weights rank `rank`'s entry points use (a sharded plan's weight table holds every
 // rank's boxes; a rank loads only its own and the replicated ones).
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &plan, int rank);

@@ -4,6 +4,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/support/status.h"
 
+#include <algorithm>
 #include <cinttypes>
 
 namespace glm5rt::plan {
@@ -31,13 +32,24 @@ std::string describePlan(const pl::Plan &p, bool steps) {
                  p.kv()->page_size(), pl::EnumNameDType(p.kv()->dtype()));
   uint64_t wbytes = 0;
   for (const auto *w : *p.weights())
-    wbytes += w->bytes();
+    wbytes += loadedBytes(*w);
   uint32_t boxes = 0;
   for (const auto *w : *p.weights())
     boxes += w->view_offset() && w->view_offset()->size() > 0;
   s += strFormat("weights: %u tensors, %" PRIu64 " bytes\n", p.weights()->size(), wbytes);
-  if (p.ranks() > 1)
-    s += strFormat("ranks: %d (%u weights are a rank's box of a tensor)\n", p.ranks(), boxes);
+  if (p.ranks() > 1) {
+    uint64_t most = 0; // the largest rank's weights: what one GPU must hold
+    for (int r = 0; r < p.ranks(); ++r) {
+      const std::vector<bool> mine = weightsOfRank(p, r);
+      uint64_t b = 0;
+      for (uint32_t i = 0; i < p.weights()->size(); ++i)
+        if (mine[i])
+          b += loadedBytes(*p.weights()->Get(i));
+      most = std::max(most, b);
+    }
+    s += strFormat("ranks: %d (%u weights are a rank's box of a tensor; at most %" PRIu64
+                   " weight bytes per rank)\n", p.ranks(), boxes, most);
+  }
   s += strFormat("kernels: %u\n", p.kernels() ? p.kernels()->size() : 0u);
   if (p.kernels())
     for (const auto *k : *p.kernels()) {
