@@ -706,12 +706,7 @@ Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector
 
 Status Backend::run(const std::string &entry, const int32_t *tokens, const int32_t *positions,
                     int64_t T, std::vector<float> *logits) {
-  const pl::EntryPoint *ep = nullptr;
-  for (const pl::EntryPoint *e : *plan_.entries())
-    if (e->name()->str() == entry && e->rank() == rank_)
-      ep = e;
-  if (!ep)
-    return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());
+  GLM5_ASSIGN_OR_RETURN(const pl::EntryPoint *ep, plan::findEntry(plan_, entry, rank_));
   const int64_t maxT = ep->max_tokens() > 0 ? std::min<int64_t>(ep->max_tokens(), chunk_) : chunk_;
   if (T <= 0 || T > maxT)
     return makeStatus(StatusCode::kInvalidArgument, "%s takes 1..%" PRId64 " tokens, not %" PRId64,

@@ -82,12 +82,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
 
 Status Backend::run(const std::string &entry, const int32_t *tokens, const int32_t *positions,
                     int64_t T, std::vector<float> *logits) {
-  const pl::EntryPoint *ep = nullptr;
-  for (const pl::EntryPoint *e : *plan_.entries())
-    if (e->name()->str() == entry && e->rank() == rank_)
-      ep = e;
-  if (!ep)
-    return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'", entry.c_str());
+  GLM5_ASSIGN_OR_RETURN(const pl::EntryPoint *ep, plan::findEntry(plan_, entry, rank_));
   if (T <= 0 || (ep->max_tokens() > 0 && T > ep->max_tokens()))
     return makeStatus(StatusCode::kInvalidArgument, "%s takes 1..%d tokens, not %" PRId64,
                       entry.c_str(), ep->max_tokens() > 0 ? ep->max_tokens() : INT32_MAX, T);

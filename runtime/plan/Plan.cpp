@@ -69,6 +69,15 @@ uint64_t loadedBytes(const glm5::plan::Weight &w) {
   return tr.blockElems ? w.view_shape()->Get(0) / tr.blockElems * tr.blockBytes * rows : w.bytes();
 }
 
+StatusOr<const glm5::plan::EntryPoint *> findEntry(const glm5::plan::Plan &p,
+                                                   const std::string &name, int rank) {
+  for (const auto *e : *p.entries())
+    if (e->name()->str() == name && e->rank() == rank)
+      return e;
+  return makeStatus(StatusCode::kNotFound, "the plan has no entry point '%s'%s", name.c_str(),
+                    p.ranks() > 1 ? strFormat(" for rank %d", rank).c_str() : "");
+}
+
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &p, int rank) {
   std::vector<bool> used(p.weights()->size(), false);
   for (const auto *e : *p.entries())

@@ -52,6 +52,10 @@ Status gatherBox(const glm5::plan::Weight &w, const gguf::TensorInfo &t, std::ve
 // dims) for a rank's box, else the tensor's.
 uint64_t loadedBytes(const glm5::plan::Weight &w);
 
+// Entry point `name` ("prefill", "decode") of rank `rank`, or a kNotFound error naming it.
+StatusOr<const glm5::plan::EntryPoint *> findEntry(const glm5::plan::Plan &plan,
+                                                   const std::string &name, int rank);
+
 // Which weights rank `rank`'s entry points use (a sharded plan's weight table holds every
 // rank's boxes; a rank loads only its own and the replicated ones).
 std::vector<bool> weightsOfRank(const glm5::plan::Plan &plan, int rank);
