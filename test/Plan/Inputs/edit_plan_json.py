@@ -2,7 +2,8 @@
 """Test helper: edits a plan in flatc's JSON form. `version` sets format_version to 99;
 `buffer` points the first input of prefill's fourth step at buffer 99999; `page` sets
 kv.page_size to 16 (kernels compiled for another page size must be refused); `param` turns the
-first kernel launch parameter into a float."""
+first kernel launch parameter into a float. On a sharded plan: `rank` moves rank 1's decode to
+rank 5, `norank` drops rank 1's decode, `box` makes the first weight box reach past its tensor."""
 import json
 import sys
 
@@ -17,4 +18,14 @@ elif what == "page":
 elif what == "param":
     kernel = next(k for k in plan["kernels"] if k.get("params"))
     kernel["params"][0]["is_float"] = True
+elif what in ("rank", "norank"):
+    i = next(i for i, e in enumerate(plan["entries"]) if e.get("rank", 0) == 1 and e["name"] == "decode")
+    if what == "rank":
+        plan["entries"][i]["rank"] = 5
+    else:
+        del plan["entries"][i]
+elif what == "box":
+    w = next(w for w in plan["weights"] if w.get("view_offset"))
+    d = max(range(len(w["view_shape"])), key=lambda d: w["view_shape"][d] < w["shape"][d])
+    w["view_offset"][d] = w["shape"][d]
 json.dump(plan, open(dst, "w"))
