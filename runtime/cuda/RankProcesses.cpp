@@ -1,6 +1,7 @@
 // One process per GPU for a sharded plan (see RankProcesses.h).
 #include "runtime/cuda/RankProcesses.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -38,11 +39,21 @@ std::string deviceOf(int r) {
 }
 
 // Rank 0, at exit: waits for the ranks the watchdog has not reaped yet (a failure among them
-// is the watchdog's to report).
+// is the watchdog's to report). The ranks meet in a collective every layer, so on a normal exit
+// they end within a step of rank 0; one still running after 10 s is waiting for a rank 0 that
+// left on an error, and is terminated.
 void reapChildren() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (pid_t pid : children()) {
     int st = 0;
-    waitpid(pid, &st, 0);
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        kill(pid, SIGTERM);
+        waitpid(pid, &st, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 }
 

@@ -2,8 +2,9 @@
 // rank 0 and forks ranks 1..N-1, each with CUDA_VISIBLE_DEVICES narrowed to its GPU (the r-th
 // of the visible devices), before any process touches CUDA. Every rank then runs the same
 // command on the same inputs, so their collectives pair up; only rank 0 writes to stdout.
-// Rank 0 reaps the others at exit, and a watchdog thread ends the job when a rank dies (its
-// peers would otherwise wait in a collective forever); a rank whose parent dies is terminated.
+// Rank 0 reaps the others at exit (terminating, after 10 s, a rank left waiting for a rank 0
+// that failed), and a watchdog thread ends the job when a rank dies (its peers would otherwise
+// wait in a collective forever); a rank whose parent dies is terminated.
 #pragma once
 #include "runtime/cuda/Nccl.h"
 #include "runtime/support/status.h"
