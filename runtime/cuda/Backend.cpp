@@ -367,14 +367,8 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       return positions_;
     return dry ? 0 : buffer(id);
   };
-  auto attrI = [&](const char *k) -> int64_t {
-    const pl::Attr *a = plan::stepAttr(s, k);
-    return a ? a->i() : 0;
-  };
-  auto attrF = [&](const char *k) -> float {
-    const pl::Attr *a = plan::stepAttr(s, k);
-    return a ? static_cast<float>(a->f()) : 0.f;
-  };
+  auto attrI = [&](const char *k) { return plan::stepInt(s, k); };
+  auto attrF = [&](const char *k) { return plan::stepFloat(s, k); };
   auto weightId = [&](const char *k) -> int64_t { return attrI((std::string("weight.") + k).c_str()); };
   auto weight = [&](const char *k) -> DevicePtr {
     return dry ? 0 : weightPtr_[static_cast<size_t>(weightId(k))];
@@ -585,10 +579,7 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     if (group.k->params())
       for (const pl::Attr *a : *group.k->params())
         shard |= a->key()->str() == "shard" && a->i() != 0;
-    const pl::Weight *gw = plan_.weights()->Get(static_cast<flatbuffers::uoffset_t>(weightId("gate")));
-    int first = shard && gw->view_offset() && gw->view_offset()->size() == 3
-                    ? static_cast<int>(gw->view_offset()->Get(2))
-                    : 0;
+    int first = shard ? static_cast<int>(plan::firstExpert(plan_, s)) : 0;
     std::vector<void *> groupArgs = {&ids, &pairs, &off, &pairOf}, combineArgs = {&eo, &wts, &y, &t};
     if (shard) {
       groupArgs.push_back(&first);

@@ -137,14 +137,8 @@ Status Backend::setStepOutputs(const StepTrace &t, const std::vector<std::vector
 
 Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
                         const int32_t *positions) {
-  auto attrI = [&](const char *k) -> int64_t {
-    const pl::Attr *a = plan::stepAttr(s, k);
-    return a ? a->i() : 0;
-  };
-  auto attrF = [&](const char *k) -> float {
-    const pl::Attr *a = plan::stepAttr(s, k);
-    return a ? static_cast<float>(a->f()) : 0.f;
-  };
+  auto attrI = [&](const char *k) { return plan::stepInt(s, k); };
+  auto attrF = [&](const char *k) { return plan::stepFloat(s, k); };
   auto weight = [&](const char *k) -> const Weight & {
     return weights_[static_cast<size_t>(attrI((std::string("weight.") + k).c_str()))];
   };
@@ -253,13 +247,9 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
                    attrI("top_k"), attrI("normalize") != 0, attrF("scale"), outF(0), outI(1));
   }
   case pl::OpKind::MoEExperts: {
-    // A rank's shard holds the experts from its box's offset in dim 2 on.
-    const pl::Weight *g = plan_.weights()->Get(static_cast<flatbuffers::uoffset_t>(attrI("weight.gate")));
-    const int64_t first = g->view_offset() && g->view_offset()->size() == 3
-                              ? static_cast<int64_t>(g->view_offset()->Get(2))
-                              : 0;
     return moeExperts(inF(0), T, inF(1), inI(2), lastDim(in(1)), weight("gate"), weight("up"),
-                      weight("down"), outF(0), first, plan_.config()->experts());
+                      weight("down"), outF(0), plan::firstExpert(plan_, s),
+                      plan_.config()->experts());
   }
   case pl::OpKind::AllReduce: {
     const int64_t n = T * elems(out(0));

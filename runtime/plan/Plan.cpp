@@ -89,6 +89,23 @@ std::vector<bool> weightsOfRank(const glm5::plan::Plan &p, int rank) {
   return used;
 }
 
+int64_t stepInt(const glm5::plan::Step &s, const char *key) {
+  const glm5::plan::Attr *a = stepAttr(s, key);
+  return a ? a->i() : 0;
+}
+
+float stepFloat(const glm5::plan::Step &s, const char *key) {
+  const glm5::plan::Attr *a = stepAttr(s, key);
+  return a ? static_cast<float>(a->f()) : 0.f;
+}
+
+int64_t firstExpert(const glm5::plan::Plan &p, const glm5::plan::Step &s) {
+  const auto *g = p.weights()->Get(static_cast<flatbuffers::uoffset_t>(stepInt(s, "weight.gate")));
+  return g->view_offset() && g->view_offset()->size() == 3
+             ? static_cast<int64_t>(g->view_offset()->Get(2))
+             : 0;
+}
+
 const char *opKindName(OpKind kind) {
   const char *name = glm5::plan::EnumNameOpKind(kind);
   return name && *name ? name : "?";

@@ -40,6 +40,13 @@ const char *opKindName(glm5::plan::OpKind kind);
 
 // The step's attribute named `key`, or null (every backend reads steps' attributes this way).
 const glm5::plan::Attr *stepAttr(const glm5::plan::Step &s, const char *key);
+// Its integer / float value, 0 when the step has no such attribute.
+int64_t stepInt(const glm5::plan::Step &s, const char *key);
+float stepFloat(const glm5::plan::Step &s, const char *key);
+
+// The first of the model's routed experts a MoEExperts step holds: its gate box's offset in the
+// experts dim on a rank of a sharded plan, 0 otherwise.
+int64_t firstExpert(const glm5::plan::Plan &plan, const glm5::plan::Step &s);
 
 // A weight that is a rank's box of its tensor (view_offset / view_shape): its bytes gathered
 // from the mapped tensor `t` into `store` as a contiguous tensor of dims `ne` (rows of dim 0,
