@@ -5,11 +5,14 @@
 // inputs rotated so small shapes do not run out of L2.
 //
 // usage: glm5c-bench-sparse-mla [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles T,...]
-//                               [--reps N]
+//                               [--reps N] [--warps N,...]
+//                               [--splits N]
+// --warps builds each tile configuration with these warp counts (4 or 8) instead of the
+// registry's (tuning: kSparseMlaWarps).
+#include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/SparseMla.h"
-#include "bench/bench_util.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/host/ops.h"
 #include "runtime/support/half.h"
@@ -30,8 +33,6 @@ namespace {
 using glm5c::bench::Rng;
 using glm5c::bench::splitList;
 
-
-
 struct Kernel {
   SparseMlaDecodeConfig cfg;
   const Target *tiles;
@@ -39,9 +40,14 @@ struct Kernel {
 };
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc) {
+             const NvrtcCompiler &nvrtc, int warps) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
+  if (warps > 0) {
+    cfg->threads = 32 * warps;
+    cfg->dynamicSmem = sparseMlaDecodeSmem(cfg->shape, cfg->tileN, cfg->stages, warps);
+  }
+  cfg->variant += "_w" + std::to_string(cfg->threads / 32);
   KernelSource src;
   src.name = cfg->variant + "_" + tiles.name;
   src.source = sparseMlaDecodeSource(*cfg);
@@ -137,9 +143,9 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
   int slots = p.B * p.ctx;
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-  void *args[] = {&p.dq,   &p.dqr,  &p.dkv, &p.didx,   &p.dopart,   &p.dlpart,
-                  &p.dout, &p.dlse, &p.dcount, &p.H, &slots, &p.splits, &perSplit, &scaleLog2};
-  CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, 128, 1, 1,
+  void *args[] = {&p.dq,   &p.dqr,    &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.dout,
+                  &p.dlse, &p.dcount, &p.H,   &slots,  &p.splits, &perSplit, &scaleLog2};
+  CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, k.cfg.threads, 1, 1,
                       static_cast<unsigned>(k.cfg.dynamicSmem), s, args, "sparse_mla_decode"));
 }
 
@@ -178,8 +184,8 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
       idx[i] = v >= 0 && size_t(v) < slots ? v : -1; // the kernel skips out-of-range slots
     }
     glm5rt::host::sparseMla(qLat.data(), qRope.data(), 1, p.H, L, R, latent.data(), rope.data(),
-                            static_cast<int64_t>(slots), idx.data(), topk, 1.0f / 16.0f,
-                            ref.data(), refLse.data());
+                            static_cast<int64_t>(slots), idx.data(), topk, 1.0f / 16.0f, ref.data(),
+                            refLse.data());
     for (int h = 0; h < p.H; ++h) {
       for (int c = 0; c < L; ++c) {
         double o = out[(size_t(b) * p.H + h) * L + c], r = ref[size_t(h) * L + c];
@@ -198,12 +204,15 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
 
 int main(int argc, char **argv) {
   bool checkOnly = false, sweep = true;
+  int forcedSplits = 0;
   int reps = 50;
-  std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes;
+  std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
       checkOnly = true;
+    else if (a == "--splits" && i + 1 < argc) // time this split count only (profiling)
+      forcedSplits = std::atoi(argv[++i]);
     else if (a == "--no-sweep")
       sweep = false;
     else if (a == "--reps" && i + 1 < argc)
@@ -212,8 +221,13 @@ int main(int argc, char **argv) {
       shapes = splitList(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc)
       tileNames = splitList(argv[++i]);
+    else if (a == "--warps" && i + 1 < argc)
+      warpList = splitList(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles sm_120a,sm_90] [--reps N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
+                   "sm_120a,sm_90] [--reps N] [--warps 4,8] [--splits N]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -225,77 +239,92 @@ int main(int argc, char **argv) {
   const Target *devTarget = findTarget(codeArch);
   bool failed = false;
 
-  for (const std::string &tn : tileNames) {
-    const Target *tiles = findTarget(tn);
-    if (!tiles) {
-      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(), targetNames().c_str());
-      return 2;
-    }
-    Kernel k = build(drv, *tiles, codeArch, nvrtc);
-    // Correctness: holes in the index lists, head counts that do not fill a group, 1..many splits.
-    struct Case { int B, H, ctx, splits; } cases[] = {{1, 8, 4096, 1}, {2, 16, 3000, 5}, {3, 64, 8192, 16},
-                                                   {2, 20, 2048, 64}, {1, 8, 100, 3}};
-    for (const Case &c : cases) {
-      Problem p{c.B, c.H, c.ctx, c.splits};
-      makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
-      auto [eo, el] = check(drv, k, p, stream);
-      bool ok = eo <= 1e-2 && el <= 1e-2;
-      failed |= !ok;
-      std::printf("  check %-8s B=%d H=%-2d ctx=%-5d splits=%-2d  rel err out %.2e lse %.2e  %s\n",
-                  tn.c_str(), c.B, c.H, c.ctx, c.splits, eo, el, ok ? "ok" : "FAILED");
-      freeProblem(drv, p);
-    }
-    if (checkOnly)
-      continue;
-
-    // Each shape at the launch geometry's split count (marked *), then at the other powers of two
-    // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
-    std::printf("\n  %-8s %3s %4s %6s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits", "us", "GB/s",
-                "% bw", "TFLOP/s");
-    for (int H : {8, 16, 64})
-      for (int B : {1, 8, 32, 128}) {
-        if (!shapes.empty() &&
-            std::find(shapes.begin(), shapes.end(), std::to_string(H) + ":" + std::to_string(B)) ==
-                shapes.end())
-          continue;
-        const int ctx = 8192, topk = 2048;
-        const int chosen = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
-        double kvBytes = double(B) * ctx * 1152;
-        int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
-        std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen});
-        for (int s = 0; s < sets; ++s)
-          makeProblem(drv, ps[s], 1000 + s, false);
-        std::vector<int> cands = {chosen};
-        for (int sp = 1; sweep && sp <= topk / k.cfg.tileN; sp *= 2)
-          if (sp != chosen && double(B) * H * sp * 2048 * sets <= 1e9)
-            cands.push_back(sp);
-        double best = 1e30;
-        int bestSplits = chosen;
-        for (int splits : cands) {
-          for (Problem &p : ps) {
-            p.splits = splits;
-            allocPartials(drv, p);
-          }
-          auto [eo, el] = check(drv, k, ps[0], stream);
-          bool ok = eo <= 1e-2 && el <= 1e-2;
-          failed |= !ok;
-          double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
-                                              [&](size_t i) { launch(drv, k, ps[i], stream); });
-          double bytes = double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
-          double flops = 2.0 * B * H * topk * (576 + 512);
-          std::printf("  %-8s %3d %4d %5d%s %9.1f %9.0f %7.1f %9.1f%s\n", tn.c_str(), H, B, splits,
-                      splits == chosen ? "*" : " ", us, bytes / us / 1e3,
-                      100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6, ok ? "" : "  (check FAILED)");
-          if (us < best) {
-            best = us;
-            bestSplits = splits;
-          }
-        }
-        if (cands.size() > 1)
-          std::printf("  %-8s %3d %4d best splits %d: %.1f us\n", tn.c_str(), H, B, bestSplits, best);
-        for (Problem &p : ps)
-          freeProblem(drv, p);
+  for (const std::string &tn : tileNames)
+    for (const std::string &wn : warpList) {
+      const Target *tiles = findTarget(tn);
+      if (!tiles) {
+        std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
+                     targetNames().c_str());
+        return 2;
       }
-  }
+      const int warps = std::atoi(wn.c_str());
+      if (warps != 0 && warps != 4 && warps != 8) {
+        std::fprintf(stderr, "--warps takes 4 or 8\n");
+        return 2;
+      }
+      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps);
+      const std::string label = tn + "/w" + std::to_string(k.cfg.threads / 32);
+      // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
+      // splits.
+      struct Case {
+        int B, H, ctx, splits;
+      } cases[] = {
+          {1, 8, 4096, 1}, {2, 16, 3000, 5}, {3, 64, 8192, 16}, {2, 20, 2048, 64}, {1, 8, 100, 3}};
+      for (const Case &c : cases) {
+        Problem p{c.B, c.H, c.ctx, c.splits};
+        makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
+        auto [eo, el] = check(drv, k, p, stream);
+        bool ok = eo <= 1e-2 && el <= 1e-2;
+        failed |= !ok;
+        std::printf(
+            "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d  rel err out %.2e lse %.2e  %s\n",
+            label.c_str(), c.B, c.H, c.ctx, c.splits, eo, el, ok ? "ok" : "FAILED");
+        freeProblem(drv, p);
+      }
+      if (checkOnly)
+        continue;
+
+      // Each shape at the launch geometry's split count (marked *), then at the other powers of two
+      // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
+      std::printf("\n  %-11s %3s %4s %6s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits", "us",
+                  "GB/s", "% bw", "TFLOP/s");
+      for (int H : {8, 16, 64})
+        for (int B : {1, 8, 32, 128}) {
+          if (!shapes.empty() &&
+              std::find(shapes.begin(), shapes.end(),
+                        std::to_string(H) + ":" + std::to_string(B)) == shapes.end())
+            continue;
+          const int ctx = 8192, topk = 2048;
+          const int chosen = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
+          double kvBytes = double(B) * ctx * 1152;
+          int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
+          std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen});
+          for (int s = 0; s < sets; ++s)
+            makeProblem(drv, ps[s], 1000 + s, false);
+          std::vector<int> cands = {forcedSplits > 0 ? forcedSplits : chosen};
+          for (int sp = 1; sweep && sp <= topk / k.cfg.tileN; sp *= 2)
+            if (forcedSplits == 0 && sp != chosen && double(B) * H * sp * 2048 * sets <= 1e9)
+              cands.push_back(sp);
+          double best = 1e30;
+          int bestSplits = chosen;
+          for (int splits : cands) {
+            for (Problem &p : ps) {
+              p.splits = splits;
+              allocPartials(drv, p);
+            }
+            auto [eo, el] = check(drv, k, ps[0], stream);
+            bool ok = eo <= 1e-2 && el <= 1e-2;
+            failed |= !ok;
+            double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
+                                                [&](size_t i) { launch(drv, k, ps[i], stream); });
+            double bytes =
+                double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
+            double flops = 2.0 * B * H * topk * (576 + 512);
+            std::printf("  %-11s %3d %4d %5d%s %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H, B,
+                        splits, splits == chosen ? "*" : " ", us, bytes / us / 1e3,
+                        100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
+                        ok ? "" : "  (check FAILED)");
+            if (us < best) {
+              best = us;
+              bestSplits = splits;
+            }
+          }
+          if (cands.size() > 1)
+            std::printf("  %-11s %3d %4d best splits %d: %.1f us\n", label.c_str(), H, B,
+                        bestSplits, best);
+          for (Problem &p : ps)
+            freeProblem(drv, p);
+        }
+    }
   return failed ? 1 : 0;
 }

@@ -12,12 +12,17 @@
 // Invariant: every counter is 0 when a launch starts (zeroed once at allocation; the merging CTA
 // resets its group's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
 //
-// Warp roles (4 warps): for S, warp w owns TILE_N/4 tokens of the tile; for P V, warp w owns
-// output columns [128 w, 128 w + 128). Row statistics cross warps through shared memory.
+// Warp roles (GLM_WARPS warps; 8 give SM120, where one CTA fills an SM's shared memory, two
+// warps per scheduler): for S, the warps form GLM_S_GROUPS token groups x GLM_S_KSPLIT parts of
+// the 576 columns -- warp w owns tokens [tok0, tok0 + GLM_S_TOKENS_PER_WARP) of the tile over
+// columns [kbeg, kbeg + GLM_S_K); with two k-parts the second part's warps hand their partial
+// scores to the first through shared memory, and the first does the softmax. For P V, warp w
+// owns output columns [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row statistics
+// cross warps through shared memory.
 //
 // Instantiation constants (defined before this file by the code generator):
 //   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
-//   GLM_STAGES (>= 2), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK.
+//   GLM_STAGES (>= 2), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK.
 #pragma once
 #include "common.cuh"
 
@@ -26,25 +31,34 @@
 // in 8 different bank groups.
 #define GLM_ROW (GLM_D + 8)
 #define GLM_P_ROW (GLM_TILE_N + 8)
-#define GLM_WARPS 4
 #define GLM_THREADS (GLM_WARPS * 32)
-#define GLM_S_TOKENS_PER_WARP (GLM_TILE_N / GLM_WARPS)
-#define GLM_S_NTILES (GLM_S_TOKENS_PER_WARP / 8)
+#define GLM_NT (GLM_TILE_N / 8) // n8 tiles of tokens per tile
+#define GLM_S_KSPLIT (GLM_WARPS > GLM_NT ? GLM_WARPS / GLM_NT : 1)
+#define GLM_S_GROUPS (GLM_WARPS / GLM_S_KSPLIT)
+#define GLM_S_NTILES (GLM_NT / GLM_S_GROUPS)
+#define GLM_S_TOKENS_PER_WARP (GLM_S_NTILES * 8)
+#define GLM_S_K (GLM_D / GLM_S_KSPLIT)
 #define GLM_O_COLS_PER_WARP (GLM_D_LATENT / GLM_WARPS)
 #define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)
-#define GLM_ROWS_PER_THREAD (GLM_TILE_N / 16)
+#define GLM_GATHER_ROWS (GLM_THREADS / 8) // 8 threads per row, 9 chunks of 16 B each
+#define GLM_ROWS_PER_THREAD (GLM_TILE_N / GLM_GATHER_ROWS)
 
 static_assert(GLM_HEADS == 16, "one m16 tile of heads per CTA");
-static_assert(GLM_TILE_N % 32 == 0, "each warp takes whole n8 tiles of tokens");
-static_assert(GLM_D % 64 == 0 && GLM_D_LATENT % (GLM_WARPS * 16) == 0, "mma and gather tiling");
+static_assert(GLM_WARPS == 4 || GLM_WARPS == 8, "4 or 8 warps");
+static_assert(GLM_S_KSPLIT <= 2 && GLM_S_GROUPS * GLM_S_NTILES == GLM_NT,
+              "whole n8 tiles of tokens per warp, the 576 columns in at most two parts");
+static_assert(GLM_S_K % 32 == 0, "the score loop takes 32 columns per step");
+static_assert(GLM_TILE_N % GLM_GATHER_ROWS == 0, "whole gather passes per tile");
+static_assert(GLM_D % 64 == 0 && GLM_O_NTILES % 2 == 0, "mma and gather tiling");
 static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
 
-// Dynamic shared memory layout, in bytes (the registry computes the same total).
+// Dynamic shared memory layout, in bytes (codegen/registry/SparseMla.cpp computes the same total).
 #define GLM_SMEM_Q 0
 #define GLM_SMEM_KV (GLM_SMEM_Q + GLM_HEADS * GLM_ROW * 2)
 #define GLM_SMEM_P (GLM_SMEM_KV + GLM_STAGES * GLM_TILE_N * GLM_ROW * 2)
 #define GLM_SMEM_RED (GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2)
-#define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_WARPS * GLM_HEADS * 4)
+#define GLM_SMEM_SPART (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
+#define GLM_SMEM_VALID (GLM_SMEM_SPART + (GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4)
 #define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_STAGES * GLM_TILE_N * 4)
 
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
@@ -67,7 +81,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
   glm_bf16 *skv = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_KV);
   glm_bf16 *sp = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_P);
   float *red_max = reinterpret_cast<float *>(smem + GLM_SMEM_RED);
-  float *red_sum = red_max + GLM_WARPS * GLM_HEADS;
+  float *red_sum = red_max + GLM_S_GROUPS * GLM_HEADS;
+  float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // second k-part's scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -91,14 +106,14 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     glm_cp_async_16(glm_smem_addr(sq + row * GLM_ROW + col), src, h < num_heads ? 16 : 0);
   }
 
-  // Gather: 8 threads per row (9 chunks of 16 B each), 16 rows per pass. A thread's slots for a
-  // tile are fetched one tile ahead into registers, so the index load's latency hides behind
-  // the current tile's math instead of stalling the cp.async issue.
+  // Gather: 8 threads per row (9 chunks of 16 B each), GLM_GATHER_ROWS rows per pass. A
+  // thread's slots for a tile are fetched one tile ahead into registers, so the index load's
+  // latency hides behind the current tile's math instead of stalling the cp.async issue.
   const int grow = tid / 8, gchunk = tid % 8;
   auto fetch_slots = [&](int tile, int (&slots)[GLM_ROWS_PER_THREAD]) {
 #pragma unroll
     for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
-      int pos = begin + tile * GLM_TILE_N + grow + 16 * p;
+      int pos = begin + tile * GLM_TILE_N + grow + GLM_GATHER_ROWS * p;
       slots[p] = tile < num_tiles && pos < end ? __ldg(idx + pos) : -1;
     }
   };
@@ -107,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     glm_bf16 *dst = skv + stage * GLM_TILE_N * GLM_ROW;
 #pragma unroll
     for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
-      int row = grow + 16 * p;
+      int row = grow + GLM_GATHER_ROWS * p;
       bool ok = slots[p] >= 0 && slots[p] < num_slots;
       const glm_bf16 *src = kv + static_cast<long long>(ok ? slots[p] : 0) * GLM_D;
 #pragma unroll
@@ -133,6 +148,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
 #pragma unroll
   for (int n = 0; n < GLM_O_NTILES; ++n)
     o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  const int sg = warp % GLM_S_GROUPS, kpart = warp / GLM_S_GROUPS; // this warp's part of S
+  const int tok0 = sg * GLM_S_TOKENS_PER_WARP, kbeg = kpart * GLM_S_K;
   float m_run[2] = {GLM_MASKED, GLM_MASKED}; // rows g and g + 8, log2 domain
   float l_run[2] = {0.f, 0.f};
 
@@ -148,17 +165,17 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     const glm_bf16 *tkv = skv + stage * GLM_TILE_N * GLM_ROW;
     const int32_t *tvalid = svalid + stage * GLM_TILE_N;
 
-    // S = Q K^T for this warp's tokens: 16 heads x GLM_S_TOKENS_PER_WARP, k over 576. Two
-    // accumulator chains per n-tile (even and odd k-steps) halve the dependent mma chain.
+    // S = Q K^T for this warp's tokens and k-part: 16 heads x GLM_S_TOKENS_PER_WARP, k over
+    // GLM_S_K columns. Two accumulator chains per n-tile (even and odd k-steps) halve the
+    // dependent mma chain.
     float s[GLM_S_NTILES][4], s2[GLM_S_NTILES][4];
 #pragma unroll
     for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] = s2[n][e] = 0.f;
-    const int tok0 = warp * GLM_S_TOKENS_PER_WARP;
-#pragma unroll 2
-    for (int k = 0; k < GLM_D; k += 32) {
+#pragma unroll 3
+    for (int k = kbeg; k < kbeg + GLM_S_K; k += 32) {
       uint32_t a0[4], a1[4];
       glm_ldmatrix_x4(a0, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + (lane / 16) * 8));
       glm_ldmatrix_x4(a1, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + 16 + (lane / 16) * 8));
@@ -177,25 +194,43 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] += s2[n][e];
-
-    // Scale, mask, and this warp's row maxima (rows g and g + 8 over its tokens).
-    float mx[2] = {GLM_MASKED, GLM_MASKED};
+#if GLM_S_KSPLIT > 1
+    // The second k-part hands its partial scores to the first (same lane, same fragment slot).
+    float *my_part = spart + sg * GLM_S_NTILES * 4 * 32 + lane;
+    if (kpart == 1) {
 #pragma unroll
-    for (int n = 0; n < GLM_S_NTILES; ++n)
+      for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        int tok = tok0 + n * 8 + 2 * t + (e % 2);
-        s[n][e] = tvalid[tok] ? s[n][e] * scale_log2 : GLM_MASKED;
-        mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        for (int e = 0; e < 4; ++e)
+          my_part[(n * 4 + e) * 32] = s[n][e];
     }
-    if (t == 0) {
-      red_max[warp * GLM_HEADS + g] = mx[0];
-      red_max[warp * GLM_HEADS + g + 8] = mx[1];
+    __syncthreads();
+#endif
+
+    // Scale, mask, and this warp's row maxima (rows g and g + 8 over its tokens); the first
+    // k-part's warps only, which own the full scores from here on.
+    if (kpart == 0) {
+      float mx[2] = {GLM_MASKED, GLM_MASKED};
+#pragma unroll
+      for (int n = 0; n < GLM_S_NTILES; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+#if GLM_S_KSPLIT > 1
+          s[n][e] += my_part[(n * 4 + e) * 32];
+#endif
+          int tok = tok0 + n * 8 + 2 * t + (e % 2);
+          s[n][e] = tvalid[tok] ? s[n][e] * scale_log2 : GLM_MASKED;
+          mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
+        }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      }
+      if (t == 0) {
+        red_max[sg * GLM_HEADS + g] = mx[0];
+        red_max[sg * GLM_HEADS + g + 8] = mx[1];
+      }
     }
     __syncthreads();
     float m_new[2], alpha[2];
@@ -203,41 +238,44 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     for (int r = 0; r < 2; ++r) {
       float tm = GLM_MASKED;
 #pragma unroll
-      for (int w = 0; w < GLM_WARPS; ++w)
+      for (int w = 0; w < GLM_S_GROUPS; ++w)
         tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
       m_new[r] = fmaxf(m_run[r], tm);
       alpha[r] = glm_exp2(m_run[r] - m_new[r]); // 1 while both are still GLM_MASKED
     }
 
     // P = exp2(S - m_new) (0 for masked slots), as bf16 into shared memory; row partial sums.
-    float sum[2] = {0.f, 0.f};
+    if (kpart == 0) {
+      float sum[2] = {0.f, 0.f};
 #pragma unroll
-    for (int n = 0; n < GLM_S_NTILES; ++n) {
-      float p[4];
+      for (int n = 0; n < GLM_S_NTILES; ++n) {
+        float p[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_new[e / 2]);
-        sum[e / 2] += p[e];
+        for (int e = 0; e < 4; ++e) {
+          p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_new[e / 2]);
+          sum[e / 2] += p[e];
+        }
+        int col = tok0 + n * 8 + 2 * t;
+        *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+        *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
+            glm_pack_bf16x2(p[2], p[3]);
       }
-      int col = tok0 + n * 8 + 2 * t;
-      *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-      *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) = glm_pack_bf16x2(p[2], p[3]);
-    }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
-      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
-    }
-    if (t == 0) {
-      red_sum[warp * GLM_HEADS + g] = sum[0];
-      red_sum[warp * GLM_HEADS + g + 8] = sum[1];
+      for (int r = 0; r < 2; ++r) {
+        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+      }
+      if (t == 0) {
+        red_sum[sg * GLM_HEADS + g] = sum[0];
+        red_sum[sg * GLM_HEADS + g + 8] = sum[1];
+      }
     }
     __syncthreads();
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float ts = 0.f;
 #pragma unroll
-      for (int w = 0; w < GLM_WARPS; ++w)
+      for (int w = 0; w < GLM_S_GROUPS; ++w)
         ts += red_sum[w * GLM_HEADS + g + 8 * r];
       l_run[r] = l_run[r] * alpha[r] + ts;
       m_run[r] = m_new[r];
@@ -250,7 +288,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
       o[n][3] *= alpha[1];
     }
 
-    // O += P V over this warp's 128 latent columns; V is the tile's rows, k = token.
+    // O += P V over this warp's GLM_O_COLS_PER_WARP latent columns; V is the tile's rows,
+    // k = token.
     const int col0 = warp * GLM_O_COLS_PER_WARP;
 #pragma unroll
     for (int k = 0; k < GLM_TILE_N; k += 16) {

@@ -72,11 +72,11 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.entries = {"sparse_mla_decode"};
   c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
   // Larger variants the target could not hold are still worth listing in explain output.
-  for (const auto &cand : {std::pair<int, int>{64, 3}, {64, 2}, {32, 4}, {32, 3}}) {
-    int64_t smem = sparseMlaDecodeSmem(shape, cand.first, cand.second);
+  for (const auto &cand : kSparseMlaTiles) {
+    int64_t smem = sparseMlaDecodeSmem(shape, cand[0], cand[1], kSparseMlaWarps);
     if (smem > tiles.maxSharedPerBlock)
-      c.rejected.push_back({"sparse_mla_decode_bf16_t" + std::to_string(cand.first) + "_s" +
-                                std::to_string(cand.second),
+      c.rejected.push_back({"sparse_mla_decode_bf16_t" + std::to_string(cand[0]) + "_s" +
+                                std::to_string(cand[1]),
                             "needs " + std::to_string(smem) + " B shared memory, " + tiles.name +
                                 " allows " + std::to_string(tiles.maxSharedPerBlock) + " B"});
   }

@@ -8,11 +8,12 @@ namespace glm5c::codegen {
 using glm5rt::StatusCode;
 using glm5rt::makeStatus;
 
-int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int stages) {
+int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int stages, int warps) {
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
-  const int64_t heads = 16, warps = 4;
-  return heads * row + stages * tileN * row + heads * (tileN + 8) * 2 + 2 * warps * heads * 4 +
-         stages * tileN * 4;
+  const int64_t heads = 16, ntiles = tileN / 8;
+  const int64_t kSplit = warps > ntiles ? warps / ntiles : 1, groups = warps / kSplit;
+  return heads * row + stages * tileN * row + heads * (tileN + 8) * 2 + 2 * groups * heads * 4 +
+         (kSplit - 1) * tileN * heads * 4 + stages * tileN * 4;
 }
 
 glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
@@ -25,10 +26,8 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
                       static_cast<long long>(shape.latent), static_cast<long long>(shape.rope));
   if (!tiles.mmaSync)
     return makeStatus(StatusCode::kUnimplemented, "%s has no mma.sync", tiles.name);
-  // Largest tile first (fewer barriers per row), then the deepest ring (more bytes in flight).
-  const int candidates[][2] = {{64, 3}, {64, 2}, {32, 4}, {32, 3}, {32, 2}};
-  for (const auto &c : candidates) {
-    int64_t smem = sparseMlaDecodeSmem(shape, c[0], c[1]);
+  for (const auto &c : kSparseMlaTiles) {
+    int64_t smem = sparseMlaDecodeSmem(shape, c[0], c[1], kSparseMlaWarps);
     std::string name = "sparse_mla_decode_bf16_t" + std::to_string(c[0]) + "_s" +
                        std::to_string(c[1]);
     if (smem > tiles.maxSharedPerBlock) {
@@ -40,6 +39,7 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
     cfg.variant = name;
     cfg.tileN = c[0];
     cfg.stages = c[1];
+    cfg.threads = 32 * kSparseMlaWarps;
     cfg.dynamicSmem = smem;
     cfg.shape = shape;
     return cfg;
@@ -70,6 +70,7 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
   s += "#define GLM_HEADS " + std::to_string(cfg.heads) + "\n";
   s += "#define GLM_TILE_N " + std::to_string(cfg.tileN) + "\n";
   s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+  s += "#define GLM_WARPS " + std::to_string(cfg.threads / 32) + "\n";
   s += "#define GLM_D_LATENT " + std::to_string(cfg.shape.latent) + "\n";
   s += "#define GLM_D_ROPE " + std::to_string(cfg.shape.rope) + "\n";
   s += "#define GLM_TOPK " + std::to_string(cfg.shape.topk) + "\n";

@@ -19,18 +19,27 @@ struct MlaShape {
   int64_t topk = 2048;
 };
 
+// Warps per CTA of every variant. Eight: on SM120 one CTA fills an SM's shared memory, and four
+// warps (one per scheduler) left the kernel issue-bound on dependent mma/ldmatrix chains at
+// every batch (bench/RESULTS.md, 2026-11-29 profile).
+constexpr int kSparseMlaWarps = 8;
+
+// Tile candidates (cache rows per stage, stages), best first: the largest tile (fewer barriers
+// per row), then the deepest ring (more bytes in flight).
+constexpr int kSparseMlaTiles[][2] = {{64, 3}, {64, 2}, {32, 4}, {32, 3}, {32, 2}};
+
 struct SparseMlaDecodeConfig {
   std::string variant;      // "sparse_mla_decode_bf16_t32_s2"
   int heads = 16;           // heads per CTA (the mma M)
   int tileN = 32;           // cache rows per pipeline stage
   int stages = 2;
-  int threads = 128;
+  int threads = 32 * kSparseMlaWarps;
   int64_t dynamicSmem = 0;  // bytes, must equal the kernel's GLM_SMEM_BYTES
   MlaShape shape;
 };
 
 // Bytes of dynamic shared memory for a tile choice (mirrors sparse_mla_decode.cuh's layout).
-int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int stages);
+int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int stages, int warps);
 
 // Picks the largest tile and deepest ring that fit `tiles`' shared memory. On failure the
 // status lists every candidate and why it was rejected.
