@@ -40,6 +40,14 @@ public:
   virtual int64_t maxChunk() const = 0;
   virtual const char *name() const = 0;
 
+  // Per-kernel timing (`glm5-run --profile`): from now on every call runs step by step and each
+  // step's device time is summed per (entry, op kind, kernel); profileReport() prints the
+  // table. Backends without device timers refuse.
+  virtual Status enableProfile() {
+    return makeStatus(StatusCode::kUnimplemented, "the %s backend has no per-step timer", name());
+  }
+  virtual std::string profileReport() const { return ""; }
+
   // Called after each step (slows a GPU backend down: it synchronizes and downloads).
   using TraceFn = std::function<void(const StepTrace &)>;
   void setTrace(TraceFn fn) { trace_ = std::move(fn); }

@@ -730,7 +730,7 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
   // One-token steps replay a CUDA graph of the whole step list (captured at the first call;
   // the indexer and top-k then take the cache capacity as their column bound, which is exact:
   // both kernels bound each row by its position). Traced runs launch step by step.
-  const bool graph = useGraphs_ && !trace_ && ep->max_tokens() == 1;
+  const bool graph = useGraphs_ && !trace_ && !profile_ && ep->max_tokens() == 1;
   if (graph && decodeGraphFailed_.isOk()) {
     if (!decodeGraph_)
       decodeGraphFailed_ = captureGraph(*ep);
@@ -740,7 +740,14 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
     }
   }
   int index = 0;
+  if (profile_)
+    while (profEvents_.size() <= ep->steps()->size()) {
+      profEvents_.push_back(nullptr);
+      GLM5_RETURN_IF_ERROR(drv_->eventCreate(&profEvents_.back()));
+    }
   for (const pl::Step *s : *ep->steps()) {
+    if (profile_)
+      GLM5_RETURN_IF_ERROR(drv_->eventRecord(profEvents_[static_cast<size_t>(index)], stream_));
     Status st = launchStep(*s, T, last, /*dry=*/false);
     if (st.isOk() && trace_)
       st = traceStep(entry, *s, index, T, last, positions);
@@ -749,7 +756,60 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
                                       plan::opKindName(s->op()), s->name()->c_str()));
     ++index;
   }
-  return finishRun(*ep, T, logits);
+  if (!profile_)
+    return finishRun(*ep, T, logits);
+  GLM5_RETURN_IF_ERROR(drv_->eventRecord(profEvents_[static_cast<size_t>(index)], stream_));
+  GLM5_RETURN_IF_ERROR(finishRun(*ep, T, logits));
+  return profileAccumulate(*ep);
+}
+
+Status Backend::enableProfile() {
+  profile_ = true;
+  return Status::ok();
+}
+
+Status Backend::profileAccumulate(const pl::EntryPoint &ep) {
+  const std::string entry = ep.name()->str();
+  ++profileCalls_[entry];
+  size_t i = 0;
+  for (const pl::Step *s : *ep.steps()) {
+    float ms = 0;
+    GLM5_RETURN_IF_ERROR(drv_->eventElapsedMs(&ms, profEvents_[i], profEvents_[i + 1]));
+    ++i;
+    std::string what = plan::opKindName(s->op());
+    if (s->kernel() >= 0)
+      what += " " + plan_.kernels()->Get(static_cast<uint32_t>(s->kernel()))->variant()->str();
+    ProfileRow &row = profileRows_[{entry, what}];
+    ++row.calls;
+    row.ms += ms;
+  }
+  return Status::ok();
+}
+
+std::string Backend::profileReport() const {
+  std::string out;
+  for (const auto &[entry, calls] : profileCalls_) {
+    std::vector<std::pair<std::string, ProfileRow>> rows;
+    double total = 0;
+    for (const auto &[key, row] : profileRows_)
+      if (key.first == entry) {
+        rows.push_back({key.second, row});
+        total += row.ms;
+      }
+    std::sort(rows.begin(), rows.end(),
+              [](const auto &a, const auto &b) { return a.second.ms > b.second.ms; });
+    out += strFormat("%s: %" PRId64 " calls, %.3f ms of device time per call (steps launched "
+                     "one by one, no graph)\n",
+                     entry.c_str(), calls, total / static_cast<double>(calls));
+    out += strFormat("  %8s %6s %10s  %s\n", "ms/call", "%", "us/launch",
+                     "op kernel (launches per call)");
+    for (const auto &[what, row] : rows)
+      out += strFormat("  %8.3f %5.1f%% %10.1f  %s (%" PRId64 ")\n",
+                       row.ms / static_cast<double>(calls), 100.0 * row.ms / total,
+                       1000.0 * row.ms / static_cast<double>(row.calls), what.c_str(),
+                       row.calls / calls);
+  }
+  return out;
 }
 
 Status Backend::captureGraph(const pl::EntryPoint &ep) {

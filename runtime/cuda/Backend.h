@@ -59,6 +59,8 @@ public:
   int64_t vocab() const override { return plan_.config()->vocab(); }
   int64_t maxChunk() const override { return chunk_; }
   const char *name() const override { return "cuda"; }
+  Status enableProfile() override;
+  std::string profileReport() const override;
 
   Status setStepOutputs(const StepTrace &t,
                         const std::vector<std::vector<float>> &values) override;
@@ -129,6 +131,17 @@ private:
   DevicePtr kv_ = 0, index_ = 0, blockTable_ = 0;
 
   bool useGraphs_ = true;
+  // Profiling (enableProfile): an event before every step of a call and one after the last;
+  // the times are summed per (entry, "op kind kernel variant") after the call's synchronize.
+  struct ProfileRow {
+    int64_t calls = 0;
+    double ms = 0;
+  };
+  bool profile_ = false;
+  std::vector<Event> profEvents_;
+  std::map<std::pair<std::string, std::string>, ProfileRow> profileRows_;
+  std::map<std::string, int64_t> profileCalls_; // entry -> calls
+  Status profileAccumulate(const glm5::plan::EntryPoint &ep);
   int rank_ = 0;                      // of a sharded plan
   const Nccl::Comm *comm_ = nullptr;  // its communicator (null for one rank)
   GraphExec decodeGraph_ = nullptr;

@@ -1,6 +1,8 @@
 // One process per GPU for a sharded plan (see RankProcesses.h).
 #include "runtime/cuda/RankProcesses.h"
 
+#include "runtime/cuda/Driver.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -22,20 +24,18 @@ std::vector<pid_t> &children() {
   return pids;
 }
 
-// The r-th device of CUDA_VISIBLE_DEVICES (or r itself when unset).
-std::string deviceOf(int r) {
+// How many devices CUDA_VISIBLE_DEVICES lists (-1 when it is unset: then the driver's count
+// decides, and a rank without a GPU fails when it opens it).
+int visibleListed() {
   const char *v = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (!v || !*v)
-    return std::to_string(r);
-  std::string list = v;
-  size_t start = 0;
-  for (int i = 0; i < r; ++i) {
-    start = list.find(',', start);
-    if (start == std::string::npos)
-      return "";
-    ++start;
-  }
-  return list.substr(start, list.find(',', start) - start);
+  if (!v)
+    return -1;
+  if (!*v)
+    return 0;
+  int n = 1;
+  for (const char *c = v; *c; ++c)
+    n += *c == ',';
+  return n;
 }
 
 // Rank 0, at exit: waits for the ranks the watchdog has not reaped yet (a failure among them
@@ -62,14 +62,11 @@ void reapChildren() {
 StatusOr<RankProcess> startRankProcesses(int ranks) {
   if (ranks < 2)
     return makeStatus(StatusCode::kInvalidArgument, "startRankProcesses: %d ranks", ranks);
-  std::vector<std::string> devices;
-  for (int r = 0; r < ranks; ++r) {
-    devices.push_back(deviceOf(r));
-    if (devices.back().empty())
-      return makeStatus(StatusCode::kFailedPrecondition,
-                        "the plan has %d ranks, one GPU each, but CUDA_VISIBLE_DEVICES lists %d",
-                        ranks, r);
-  }
+  const int listed = visibleListed();
+  if (listed >= 0 && listed < ranks)
+    return makeStatus(StatusCode::kFailedPrecondition,
+                      "the plan has %d ranks, one GPU each, but CUDA_VISIBLE_DEVICES lists %d",
+                      ranks, listed);
   const char *tmp = std::getenv("TMPDIR");
   const std::string idPath = std::string(tmp && *tmp ? tmp : "/tmp") + "/glm5-run-nccl-" +
                              std::to_string(getpid()) + ".id";
@@ -92,7 +89,6 @@ StatusOr<RankProcess> startRankProcesses(int ranks) {
       children().push_back(pid);
     }
   }
-  setenv("CUDA_VISIBLE_DEVICES", devices[static_cast<size_t>(me.rank)].c_str(), 1);
   if (me.rank == 0) {
     std::atexit(reapChildren);
     // A rank that dies leaves the others waiting in a collective: end the job instead. The
@@ -113,6 +109,11 @@ StatusOr<RankProcess> startRankProcesses(int ranks) {
       }
     }).detach();
   }
+  // Every rank sees every GPU and takes the r-th: NCCL then reaches its peers directly (NVLink
+  // or PCIe peer-to-peer); a process that saw only its own GPU would fall back to copies through
+  // host memory. The rank's driver context is current before NCCL starts, so NCCL's CUDA runtime
+  // works on that GPU; the backend gets the same Driver.
+  GLM5_ASSIGN_OR_RETURN(Driver * drv, Driver::get(me.rank));
   GLM5_ASSIGN_OR_RETURN(const Nccl *nccl, Nccl::load());
   NcclId id{};
   if (me.rank == 0) {
@@ -122,6 +123,16 @@ StatusOr<RankProcess> startRankProcesses(int ranks) {
     GLM5_ASSIGN_OR_RETURN(id, readNcclId(idPath, 120000));
   }
   GLM5_ASSIGN_OR_RETURN(me.comm, nccl->initRank(id, me.rank, ranks));
+  // NCCL connects the ranks at their first collective: one here, so the connection set-up is
+  // not counted in (or captured into) the first prefill.
+  Stream stream;
+  DevicePtr buf = 0;
+  GLM5_RETURN_IF_ERROR(drv->streamCreate(&stream));
+  GLM5_RETURN_IF_ERROR(drv->malloc(&buf, 256, "NCCL warm-up"));
+  GLM5_RETURN_IF_ERROR(drv->memsetD8(buf, 0, 256));
+  GLM5_RETURN_IF_ERROR(me.comm->allReduce(buf, buf, 64, false, stream));
+  GLM5_RETURN_IF_ERROR(drv->synchronize(stream));
+  GLM5_RETURN_IF_ERROR(drv->free(buf));
   return me;
 }
 

@@ -1,7 +1,8 @@
 // One process per GPU for a sharded plan (glm5c compile --tp N): the calling process becomes
-// rank 0 and forks ranks 1..N-1, each with CUDA_VISIBLE_DEVICES narrowed to its GPU (the r-th
-// of the visible devices), before any process touches CUDA. Every rank then runs the same
-// command on the same inputs, so their collectives pair up; only rank 0 writes to stdout.
+// rank 0 and forks ranks 1..N-1 before any process touches CUDA; rank r opens the r-th visible
+// GPU (every rank sees all of them, so NCCL can reach its peers directly). Every rank then runs
+// the same command on the same inputs, so their collectives pair up; only rank 0 writes to
+// stdout.
 // Rank 0 reaps the others at exit (terminating, after 10 s, a rank left waiting for a rank 0
 // that failed), and a watchdog thread ends the job when a rank dies (its peers would otherwise
 // wait in a collective forever); a rank whose parent dies is terminated.
@@ -18,8 +19,9 @@ struct RankProcess {
   std::unique_ptr<Nccl::Comm> comm; // this rank's communicator, on its GPU
 };
 
-// Forks the ranks, then (in every process) loads NCCL and joins the communicator, rank 0
-// publishing the unique id through a file in TMPDIR. Returns this process's rank and
+// Forks the ranks, then (in every process) opens the rank's GPU (Driver::get(rank): the backend
+// later gets the same driver), loads NCCL, joins the communicator, rank 0 publishing the unique
+// id through a file in TMPDIR, and runs one warm-up all-reduce. Returns this process's rank and
 // communicator. Call once, before any CUDA use.
 StatusOr<RankProcess> startRankProcesses(int ranks);
 

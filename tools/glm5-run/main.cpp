@@ -1,6 +1,6 @@
 // glm5-run: loads a plan and its GGUF and runs GLM-5. A thin main over the runtime.
 //   glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T] [--top-k K]
-//            [--top-p P] [--seed S] [--device cuda|host] [--check] [--ctx N]
+//            [--top-p P] [--seed S] [--device cuda|host] [--check] [--ctx N] [--profile]
 // streams the generated text, stops at an end-of-generation token or after N tokens, and
 // prints prefill and decode tokens/s on stderr.
 //   glm5-run score MODEL.plan --weights MODEL.gguf --tokens 1,2,3 --prefill P [--out F.npy]
@@ -38,7 +38,7 @@ const char *kUsage =
     "usage:\n"
     "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
     "           [--top-k K] [--top-p P] [--seed S] [--device cuda|host]\n"
-    "           [--check[-free] [TOL]] [--ctx N] [--chunk N]\n"
+    "           [--check[-free] [TOL]] [--ctx N] [--chunk N] [--profile]\n"
     "  glm5-run tokenize --weights MODEL.gguf -p TEXT [--special]\n"
     "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
@@ -49,7 +49,9 @@ const char *kUsage =
     "  outputs of the step before, and reports the steps whose outputs differ by more than TOL\n"
     "  (relative; default 3e-2 for bf16 plans, 1e-3 for f32); --check-free: both run freely\n"
     "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512);\n"
-    "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step).\n";
+    "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step).\n"
+    "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
+    "  of prefill and decode on stderr, largest first.\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -419,7 +421,7 @@ int cmdGenerate(int argc, char **argv) {
   std::string planPath, weights, prompt;
   DeviceChoice dc;
   long n = 64, ctx = 0, chunk = 512;
-  bool chat = false, havePrompt = false;
+  bool chat = false, havePrompt = false, profile = false;
   glm5rt::sampler::SamplerOptions so;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -474,6 +476,9 @@ int cmdGenerate(int argc, char **argv) {
     } else if (a == "--chat") {
       chat = true;
       continue;
+    } else if (a == "--profile") {
+      profile = true;
+      continue;
     } else if (planPath.empty() && a[0] != '-') {
       planPath = a;
       continue;
@@ -514,6 +519,11 @@ int cmdGenerate(int argc, char **argv) {
   auto backend = makeBackend(dc, **plan, **gguf, ctx, chunk);
   if (!backend.isOk())
     return fail(backend.status());
+  if (profile) {
+    Status ps = (*backend)->enableProfile();
+    if (!ps.isOk())
+      return fail(ps);
+  }
   const int64_t vocab = (*backend)->vocab();
   glm5rt::sampler::Sampler sampler(so);
   glm5rt::tokenizer::TokenDecoder decoder(**tok, /*includeSpecial=*/false);
@@ -550,6 +560,8 @@ int cmdGenerate(int argc, char **argv) {
                (*backend)->name(), ids.size(), ids.size() / std::max(pre, 1e-9), generated,
                generated / std::max(dec, 1e-9),
                (*tok)->isEog(next) && generated < n ? "stopped at end of generation" : "length limit");
+  if (profile)
+    std::fputs((*backend)->profileReport().c_str(), stderr);
   return checkVerdict(**backend) ? 0 : 1;
 }
 
