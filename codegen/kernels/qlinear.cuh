@@ -5,7 +5,9 @@
 // GLM_QL_KIND selects the entry point of an instantiation:
 //   0 qlinear_decode: T = GLM_TOKENS (1..8), memory-bound matrix-vector;
 //   1 qlinear_prefill: any T (meant for T >= 16), tiled matrix-matrix;
-//   2 qlinear_embed: out[t] = row tokens[t] of a table {H, V}.
+//   2 qlinear_embed: out[t] = row tokens[t] of a table {H, V};
+//   3 moe_expert_decode_gate_up, 4 moe_expert_decode_down: the routed experts at decode, one
+//     decode product per (token, expert) pair over GGUF stacked expert weights (see below).
 // Weight rows are addressed as n * (K / GLM_QK) * GLM_QBYTES from a 16-byte-aligned base (GGUF
 // tensor data is 32-byte aligned). K is a multiple of 32 and of the block (the registry checks).
 //
@@ -36,7 +38,7 @@
 #include "dequant.cuh"
 
 #ifndef GLM_QL_KIND
-#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed)"
+#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode)"
 #endif
 
 // The registry says which decode path; by default the mma one wherever it exists.
@@ -48,7 +50,7 @@
 #endif
 
 // ---------------------------------------------------------------------------------------------
-#if GLM_QL_KIND == 0 // decode
+#if GLM_QL_KIND == 0 || GLM_QL_KIND == 3 || GLM_QL_KIND == 4 // decode products
 
 #define GLM_THREADS (GLM_WARPS * 32)
 static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
@@ -56,6 +58,7 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 
 #if GLM_MV_USE_MMA
 #define GLM_CTA_ROWS (GLM_WARPS * 16)
+#define GLM_EMIT_SLOTS 4
 #define GLM_SPC (GLM_KC / GLM_MV_STEP) // steps per x chunk
 // Staged x: token rows of GLM_KC bf16 plus 16 (32 bytes: the eight rows an 8-byte fragment load
 // touches start 8 banks apart, conflict-free per half-warp).
@@ -79,6 +82,7 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 static_assert(GLM_STAGES >= 2, "a ring of at least two steps");
 #else
 #define GLM_CTA_ROWS (GLM_WARPS * GLM_RPW)
+#define GLM_EMIT_SLOTS (GLM_RPW * GLM_TOKENS)
 #define GLM_XFROW (GLM_KC / 32 * 36) // fp32 x: 32 values + 4 pad per sub-block
 #define GLM_SMEM_BYTES (GLM_TOKENS * GLM_XFROW * 4)
 #endif
@@ -157,27 +161,27 @@ __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_b
 // 128 (2 CTAs of 256), unbounded with more than 4 tokens (8 accumulators per row; Q6_K spilled
 // at 128). Some bound is needed: with the thread count alone ptxas picked 48 registers for some
 // instantiations and spilled.
-#if GLM_MV_USE_MMA
+#if GLM_MV_USE_MMA && GLM_QL_KIND != 0
+#define GLM_MIN_BLOCKS (512 / GLM_THREADS) // the experts' pair and offsets: Q6_K spilled at 96
+#elif GLM_MV_USE_MMA
 #define GLM_MIN_BLOCKS (640 / GLM_THREADS)
 #elif GLM_TOKENS > 4
 #define GLM_MIN_BLOCKS 1
 #else
 #define GLM_MIN_BLOCKS (512 / GLM_THREADS)
 #endif
-extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
-    qlinear_decode(const glm_u8 *__restrict__ w,   // {K, N} GGUF blocks
-                   const glm_act *__restrict__ x,  // [GLM_TOKENS, K]
-                   glm_act *__restrict__ y,        // [GLM_TOKENS, N]
-                   float *__restrict__ ws,         // [splits, GLM_TOKENS, N] when splits > 1
-                   unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
-                   int N, int K, int k_per_split) { // k_per_split: a multiple of 256
+// One CTA's share of a decode product: rows [row0, row0 + GLM_CTA_ROWS) of w (N rows of K
+// elements, GGUF blocks) times x [GLM_TOKENS, K] over k in [k_begin, k_end). Each result goes to
+// emit(slot, row, tok, value), row < N and tok < GLM_TOKENS, where `slot` is a compile-time index
+// (< GLM_EMIT_SLOTS) that names the same (row, tok) for this thread in every call: a caller can
+// keep one product's results in registers and combine them with a second product's.
+template <typename Emit>
+__device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
+                                                  const glm_act *__restrict__ x, int N, int K,
+                                                  int row0, int k_begin, int k_end, Emit emit) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int split = blockIdx.y, splits = gridDim.y;
-  const int k_begin = split * k_per_split;
-  const int k_end = min(K, k_begin + k_per_split);
   const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
-  const int row0 = blockIdx.x * GLM_CTA_ROWS;
 
 #if GLM_MV_USE_MMA
   glm_bf16 *xs = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XS);
@@ -267,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   for (int c = 0; c < 4; ++c) {
     const int row = wrow0 + g + (c >= 2 ? 8 : 0), tok = 2 * t + (c & 1);
     if (row < N && tok < GLM_TOKENS)
-      glm_ql_emit(y, ws, N, row, tok, acc[c], split, splits);
+      emit(c, row, tok, acc[c]);
   }
 #else
   float *xf = reinterpret_cast<float *>(smem);
@@ -321,11 +325,83 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
       const float v = glm_warp_sum(acc[r][tok]); // every lane holds the sum
       const int row = wrow0 + r;
       if (lane == (r * GLM_TOKENS + tok) % 32 && row < N)
-        glm_ql_emit(y, ws, N, row, tok, v, split, splits);
+        emit(r * GLM_TOKENS + tok, row, tok, v);
     }
 #endif
+}
+
+#if GLM_QL_KIND == 0
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    qlinear_decode(const glm_u8 *__restrict__ w,   // {K, N} GGUF blocks
+                   const glm_act *__restrict__ x,  // [GLM_TOKENS, K]
+                   glm_act *__restrict__ y,        // [GLM_TOKENS, N]
+                   float *__restrict__ ws,         // [splits, GLM_TOKENS, N] when splits > 1
+                   unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
+                   int N, int K, int k_per_split) { // k_per_split: a multiple of 256
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int k_begin = split * k_per_split;
+  const int row0 = blockIdx.x * GLM_CTA_ROWS;
+  glm_ql_decode_cta(w, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
+                    [&](int, int row, int tok, float v) {
+                      glm_ql_emit(y, ws, N, row, tok, v, split, splits);
+                    });
   glm_ql_fixup(y, ws, counters, N, row0, splits);
 }
+
+#else // GLM_QL_KIND 3 or 4: MoE routed experts at decode, one matrix-vector product per pair
+// Pair p = t * topk + j (token t, slot j) runs expert ids[p] on x row t: CTA (x, y) takes output
+// rows [x GLM_CTA_ROWS, ...) of pair y. Stacked GGUF weights (moe_experts.cuh): gate and up
+// {H, F, E}, expert e is rows [e F, (e + 1) F); down {F, H, E}, rows [e H, (e + 1) H). A rank's
+// weights are its box, experts [first, first + experts): a pair routed elsewhere (or an id out of
+// range) writes nothing, as moe_group leaves such pairs unplaced. GLM_TOKENS is 1 (one token per
+// pair). Every expert's weights are read once per pair routed to it: the path for a few pairs
+// (decode); many pairs share experts and take the tiled kernels of moe_experts.cuh.
+static_assert(GLM_TOKENS == 1, "one token per pair");
+__device__ __forceinline__ float glm_mv_silu(float z) { return z / (1.f + expf(-z)); }
+
+#if GLM_QL_KIND == 3
+// h[p, f] = silu(gate_e[f] . x[t]) * (up_e[f] . x[t]) for f < F, as activations; the gate's
+// products stay in registers (same slots) while the up product runs.
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    moe_expert_decode_gate_up(const glm_u8 *__restrict__ w_gate, // {H, F, E_rank}
+                              const glm_u8 *__restrict__ w_up,   // {H, F, E_rank}
+                              const glm_act *__restrict__ x,     // [T, H]
+                              const int32_t *__restrict__ ids,   // [T * topk]
+                              glm_act *__restrict__ h,           // [T * topk, F]
+                              int first, int experts, int topk, int F, int H) {
+  const int p = blockIdx.y, e = ids[p] - first;
+  if (e < 0 || e >= experts)
+    return;
+  const long long off = static_cast<long long>(e) * F * (H / GLM_QK) * GLM_QBYTES;
+  const glm_act *xt = x + static_cast<long long>(p / topk) * H;
+  const int row0 = blockIdx.x * GLM_CTA_ROWS;
+  float gate[GLM_EMIT_SLOTS];
+  glm_ql_decode_cta(w_gate + off, xt, F, H, row0, 0, H,
+                    [&](int slot, int, int, float v) { gate[slot] = v; });
+  __syncthreads(); // x is staged again for the second product
+  glm_ql_decode_cta(w_up + off, xt, F, H, row0, 0, H, [&](int slot, int row, int, float v) {
+    glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
+  });
+}
+#else
+// out[p, :] = down_e h[p] (fp32, what moe_combine reads).
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    moe_expert_decode_down(const glm_u8 *__restrict__ w_down, // {F, H, E_rank}
+                           const glm_act *__restrict__ h,     // [T * topk, F]
+                           const int32_t *__restrict__ ids,   // [T * topk]
+                           float *__restrict__ out,           // [T * topk, H]
+                           int first, int experts, int F, int H) {
+  const int p = blockIdx.y, e = ids[p] - first;
+  if (e < 0 || e >= experts)
+    return;
+  const long long off = static_cast<long long>(e) * H * (F / GLM_QK) * GLM_QBYTES;
+  glm_ql_decode_cta(w_down + off, h + static_cast<long long>(p) * F, H, F,
+                    blockIdx.x * GLM_CTA_ROWS, 0, F, [&](int, int row, int, float v) {
+                      out[static_cast<long long>(p) * H + row] = v;
+                    });
+}
+#endif
+#endif
 
 // ---------------------------------------------------------------------------------------------
 #elif GLM_QL_KIND == 1 // prefill

@@ -182,6 +182,20 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
                         tiles.name, c.variant.c_str(), ll(c.dynamicSmem), tiles.name, ll(limit));
     (gu ? out.gateUp : out.down) = c;
   }
+  // The decode path: the quantized matrix-vector tiles of one token, per pair.
+  for (MoeFfnPhase phase : {MoeFfnPhase::kGateUp, MoeFfnPhase::kDown}) {
+    const bool gu = phase == MoeFfnPhase::kGateUp;
+    auto q = gu ? selectQLinear(tiles, gateType, hidden, ffn, 1, actF32)
+                : selectQLinear(tiles, downType, ffn, hidden, 1, actF32);
+    if (!q.isOk())
+      return q.status().withContext(gu ? "moe_expert_decode_gate_up" : "moe_expert_decode_down");
+    q->kind = gu ? QLinearKind::kExpertGateUp : QLinearKind::kExpertDown;
+    q->entry = gu ? "moe_expert_decode_gate_up" : "moe_expert_decode_down";
+    const std::string prefix = "qlinear_mv";
+    if (q->variant.compare(0, prefix.size(), prefix) == 0)
+      q->variant.replace(0, prefix.size(), gu ? "moe_mv_gate_up" : "moe_mv_down");
+    (gu ? out.decodeGateUp : out.decodeDown) = *q;
+  }
   return out;
 }
 

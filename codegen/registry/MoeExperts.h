@@ -2,6 +2,7 @@
 // variant choice and rejections, launch geometry and instantiation sources.
 #pragma once
 
+#include "codegen/registry/QLinear.h"
 #include "codegen/target/Target.h"
 #include "runtime/launch/Moe.h"
 #include "runtime/support/status.h"
@@ -62,8 +63,15 @@ struct MoeFfnConfig {
   int64_t dynamicSmem = 0; // equals the template's GLM_MX_SMEM_BYTES
 };
 
+// The same two phases for a few pairs (decode): qlinear.cuh's decode product per (token,
+// expert) pair, moe_expert_decode_gate_up(w_gate, w_up, x, ids, h [T k, F], first, experts, topk,
+// F, H) with SwiGLU in its epilogue and moe_expert_decode_down(w_down, h, ids, out fp32 [T k, H],
+// first, experts, F, H); grid (ceil(rows / rowsPerCta), T k), no moe_group. Each pair reads its
+// expert's weights, so the runtime takes this path only while pairs rarely share an expert
+// (runtime/launch kMoeDecodeMaxTokens).
 struct MoeFfnConfigs {
   MoeFfnConfig gateUp, down;
+  QLinearConfig decodeGateUp, decodeDown;
 };
 
 // Grid of one phase for T tokens: the runtime's definition (runtime/launch/Moe.h).

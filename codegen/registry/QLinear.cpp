@@ -257,9 +257,9 @@ glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type,
 
 glm5rt::launch::QLinearParams qlinearLaunchParams(const QLinearConfig &cfg) {
   glm5rt::launch::QLinearParams p;
-  p.kind = cfg.kind == QLinearKind::kDecode    ? glm5rt::launch::QLinearKind::kDecode
-           : cfg.kind == QLinearKind::kPrefill ? glm5rt::launch::QLinearKind::kPrefill
-                                               : glm5rt::launch::QLinearKind::kEmbed;
+  p.kind = cfg.kind == QLinearKind::kPrefill ? glm5rt::launch::QLinearKind::kPrefill
+           : cfg.kind == QLinearKind::kEmbed ? glm5rt::launch::QLinearKind::kEmbed
+                                             : glm5rt::launch::QLinearKind::kDecode;
   p.threads = cfg.threads;
   p.dynamicSmem = cfg.dynamicSmem;
   p.tokens = cfg.tokens;
@@ -279,9 +279,13 @@ std::string qlinearSource(const QLinearConfig &cfg) {
   s += "#define GLM_WTYPE " + std::to_string(cfg.type) + "\n";
   if (cfg.actF32)
     s += "#define GLM_ACT_F32 1\n";
-  const int kind = cfg.kind == QLinearKind::kDecode ? 0 : cfg.kind == QLinearKind::kPrefill ? 1 : 2;
+  const int kind = cfg.kind == QLinearKind::kDecode         ? 0
+                   : cfg.kind == QLinearKind::kPrefill      ? 1
+                   : cfg.kind == QLinearKind::kEmbed        ? 2
+                   : cfg.kind == QLinearKind::kExpertGateUp ? 3
+                                                            : 4;
   s += "#define GLM_QL_KIND " + std::to_string(kind) + "\n";
-  if (cfg.kind == QLinearKind::kDecode) {
+  if (cfg.kind != QLinearKind::kPrefill && cfg.kind != QLinearKind::kEmbed) {
     s += "#define GLM_TOKENS " + std::to_string(cfg.tokens) + "\n";
     s += "#define GLM_WARPS " + std::to_string(cfg.warps) + "\n";
     s += "#define GLM_KC " + std::to_string(cfg.kChunk) + "\n";

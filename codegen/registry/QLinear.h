@@ -12,7 +12,9 @@
 
 namespace glm5c::codegen {
 
-enum class QLinearKind { kDecode, kPrefill, kEmbed };
+// kExpertGateUp / kExpertDown: the decode product per (token, expert) pair of the MoE routed
+// experts (qlinear.cuh kinds 3 and 4), tiled like kDecode with one token.
+enum class QLinearKind { kDecode, kPrefill, kEmbed, kExpertGateUp, kExpertDown };
 
 struct QLinearConfig {
   std::string variant; // "qlinear_mv_mma_q4_k_bf16_t1_w4_s4_kc4096"

@@ -251,6 +251,10 @@ KernelChoice moe(const KernelQuery &q, const Target &tiles) {
   for (const MoeFfnConfig *f : {&ffn->gateUp, &ffn->down})
     c.extra.push_back({f->variant, moeFfnSource(*f), {f->entry}, f->threads, f->dynamicSmem,
                        glm5rt::launch::moeFfnParamList(moeFfnLaunchParams(*f))});
+  // Extra kernels 3 and 4: the per-pair decode path (the runtime picks it for few tokens).
+  for (const QLinearConfig *d : {&ffn->decodeGateUp, &ffn->decodeDown})
+    c.extra.push_back({d->variant, qlinearSource(*d), {d->entry}, d->threads, d->dynamicSmem,
+                       glm5rt::launch::qlinearParamList(qlinearLaunchParams(*d))});
   return c;
 }
 

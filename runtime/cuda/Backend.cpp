@@ -559,7 +559,8 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&x, &w, &bias, &lg, &ctr, &wts, &ids, &scale});
   }
   case pl::OpKind::MoEExperts: {
-    // moe_group -> moe_expert_gate_up -> moe_expert_down -> moe_combine.
+    // moe_group -> moe_expert_gate_up -> moe_expert_down -> moe_combine; for a few tokens
+    // moe_expert_decode_gate_up -> moe_expert_decode_down -> moe_combine.
     GLM5_ASSIGN_OR_RETURN(Fn group, fn(s, 0, "moe_group"));
     GLM5_ASSIGN_OR_RETURN(Fn combine, fn(s, 0, "moe_combine"));
     GLM5_ASSIGN_OR_RETURN(Fn gu, fn(s, 1, "moe_expert_gate_up"));
@@ -586,11 +587,31 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       combineArgs.push_back(&ids);
       combineArgs.push_back(&first);
     }
-    GLM5_RETURN_IF_ERROR(go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0, groupArgs));
-    GLM5_RETURN_IF_ERROR(go(gu, gg.gridX, gg.gridY, 1, gg.threads, gg.smem,
-                            {&x, &wg, &wu, &off, &pairOf, &h}));
-    GLM5_RETURN_IF_ERROR(go(dn, dg.gridX, dg.gridY, 1, dg.threads, dg.smem,
-                            {&h, &wd, &off, &pairOf, &eo}));
+    if (T <= launch::kMoeDecodeMaxTokens && s.extra_kernels() && s.extra_kernels()->size() >= 4) {
+      // A few tokens: one matrix-vector product per (token, expert) pair, no grouping.
+      GLM5_ASSIGN_OR_RETURN(Fn mgu, fn(s, 3, "moe_expert_decode_gate_up"));
+      GLM5_ASSIGN_OR_RETURN(Fn mdn, fn(s, 4, "moe_expert_decode_down"));
+      GLM5_ASSIGN_OR_RETURN(launch::QLinearParams qg, launch::qlinearParamsOf(*mgu.k));
+      GLM5_ASSIGN_OR_RETURN(launch::QLinearParams qd, launch::qlinearParamsOf(*mdn.k));
+      int E = static_cast<int>(gp.experts), k = static_cast<int>(gp.topk);
+      int F = static_cast<int>(gp.ffn), H = static_cast<int>(gp.hidden);
+      auto rowBlocks = [](int rows, int per) { return static_cast<unsigned>((rows + per - 1) / per); };
+      GLM5_RETURN_IF_ERROR(go(mgu, rowBlocks(F, qg.rowsPerCta), static_cast<unsigned>(pairs), 1,
+                              static_cast<unsigned>(qg.threads),
+                              static_cast<unsigned>(qg.dynamicSmem),
+                              {&wg, &wu, &x, &ids, &h, &first, &E, &k, &F, &H}));
+      GLM5_RETURN_IF_ERROR(go(mdn, rowBlocks(H, qd.rowsPerCta), static_cast<unsigned>(pairs), 1,
+                              static_cast<unsigned>(qd.threads),
+                              static_cast<unsigned>(qd.dynamicSmem),
+                              {&wd, &h, &ids, &eo, &first, &E, &F, &H}));
+    } else {
+      GLM5_RETURN_IF_ERROR(
+          go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0, groupArgs));
+      GLM5_RETURN_IF_ERROR(go(gu, gg.gridX, gg.gridY, 1, gg.threads, gg.smem,
+                              {&x, &wg, &wu, &off, &pairOf, &h}));
+      GLM5_RETURN_IF_ERROR(go(dn, dg.gridX, dg.gridY, 1, dg.threads, dg.smem,
+                              {&h, &wd, &off, &pairOf, &eo}));
+    }
     return go(combine, static_cast<unsigned>(T), 1, 1, static_cast<unsigned>(combine.k->threads()),
               0, combineArgs);
   }

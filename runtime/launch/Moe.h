@@ -54,6 +54,13 @@ struct MoeFfnGrid {
 };
 
 MoeFfnGrid moeFfnGrid(const MoeFfnParams &p, int64_t T);
+
+// Up to this many tokens a MoE step whose kernel has the per-pair decode kernels (extra kernels
+// 3 and 4, qlinear.cuh kinds 3 and 4) runs them instead of the expert-major tiles: each of the
+// T k pairs reads its expert's rows once, a matrix-vector product at the bandwidth of the decode
+// kernels, where a tile of 64 positions holds one real row. Pairs sharing an expert read it
+// again, so many tokens go to the tiles.
+constexpr int64_t kMoeDecodeMaxTokens = 4;
 ParamList moeFfnParamList(const MoeFfnParams &p);
 StatusOr<MoeFfnParams> moeFfnParamsOf(const glm5::plan::Kernel &kernel);
 

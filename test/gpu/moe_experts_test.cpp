@@ -69,6 +69,53 @@ std::vector<float> compareRows(Reporter &report, const std::string &what,
   return got;
 }
 
+// The per-pair decode kernels (qlinear.cuh kinds 3 and 4) of `cfgs`, built and loaded.
+struct DecodePath {
+  cu::Function gateUp = nullptr, down = nullptr;
+  int gateRows = 0, downRows = 0; // rows per CTA
+  unsigned gateThreads = 0, downThreads = 0, gateSmem = 0, downSmem = 0;
+};
+
+bool loadDecodePath(Context &ctx, Reporter &report, const MoeFfnConfigs &cfgs, DecodePath *d) {
+  const QLinearConfig *qs[] = {&cfgs.decodeGateUp, &cfgs.decodeDown};
+  for (int i = 0; i < 2; ++i) {
+    auto mod = ctx.build(qs[i]->variant, qlinearSource(*qs[i]));
+    if (!mod.isOk()) {
+      report.fail("build " + qs[i]->variant, mod.status().message());
+      return false;
+    }
+    if (ctx.compileOnly)
+      continue;
+    auto f = ctx.function(*mod, qs[i]->entry.c_str(), static_cast<int>(qs[i]->dynamicSmem));
+    if (!f.isOk()) {
+      report.fail("load " + qs[i]->variant, f.status().message());
+      return false;
+    }
+    (i == 0 ? d->gateUp : d->down) = *f;
+    (i == 0 ? d->gateRows : d->downRows) = qs[i]->rowsPerCta;
+    (i == 0 ? d->gateThreads : d->downThreads) = static_cast<unsigned>(qs[i]->threads);
+    (i == 0 ? d->gateSmem : d->downSmem) = static_cast<unsigned>(qs[i]->dynamicSmem);
+  }
+  return true;
+}
+
+// Runs the decode path on pairs `ids` (T k of them) of experts [first, first + E) and returns
+// the out rows (P + 1 of H, the last a poisoned guard) as raw bits.
+std::vector<uint32_t> runDecodePath(Context &ctx, const DecodePath &d, cu::DevicePtr x,
+                                    cu::DevicePtr wg, cu::DevicePtr wu, cu::DevicePtr wd,
+                                    const std::vector<int32_t> &ids, int first, int E, int k,
+                                    int H, int F, bool f32) {
+  const int P = static_cast<int>(ids.size());
+  cu::DevicePtr did = ctx.upload(ids);
+  cu::DevicePtr dh = ctx.alloc(size_t(P) * F * (f32 ? 4 : 2));
+  cu::DevicePtr dout = ctx.alloc(size_t(P + 1) * H * 4);
+  ctx.launch(d.gateUp, unsigned((F + d.gateRows - 1) / d.gateRows), unsigned(P), 1, d.gateThreads,
+             d.gateSmem, &wg, &wu, &x, &did, &dh, &first, &E, &k, &F, &H);
+  ctx.launch(d.down, unsigned((H + d.downRows - 1) / d.downRows), unsigned(P), 1, d.downThreads,
+             d.downSmem, &wd, &dh, &did, &dout, &first, &E, &F, &H);
+  return ctx.download<uint32_t>(dout, size_t(P + 1) * H);
+}
+
 } // namespace
 
 GPU_TEST(moe_experts_router) {
@@ -170,6 +217,9 @@ GPU_TEST(moe_experts_ffn) {
                                        uint32_t(c.down), E, k, c.H, c.F, f32));
       GPU_TRY(modA, ctx.build(cfgs.gateUp.variant, moeFfnSource(cfgs.gateUp)));
       GPU_TRY(modB, ctx.build(cfgs.down.variant, moeFfnSource(cfgs.down)));
+      DecodePath dp;
+      if (!loadDecodePath(ctx, report, cfgs, &dp))
+        return;
       if (ctx.compileOnly)
         continue;
       GPU_TRY(fnA, ctx.function(modA, cfgs.gateUp.entry.c_str(),
@@ -277,6 +327,39 @@ GPU_TEST(moe_experts_ffn) {
             gotSum[size_t(t) * c.H + col] = float(s);
           }
         report.expectRelErr(what + " slot sums vs moeExperts", relErr(gotSum, refSum), bound);
+        if (T <= 4) {
+          // The per-pair decode path on the same pairs; then as a rank holding experts [4, 12)
+          // only (the others' pairs, and id -1, write nothing: their rows stay poisoned).
+          compareRows(report, what + " decode path",
+                      runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, c.H, c.F, f32), P,
+                      c.H, ref, ids, bound);
+          std::vector<int32_t> shardIds = ids;
+          shardIds[0] = -1;
+          const size_t boxOff = size_t(4) * size_t(c.F);
+          const std::vector<uint32_t> raw =
+              runDecodePath(ctx, dp, x.dev, dg + boxOff * guRow, du + boxOff * guRow,
+                            dd + size_t(4) * size_t(c.H) * dRow, shardIds, 4, 8, k, c.H, c.F, f32);
+          std::vector<float> got2(size_t(P) * c.H), ref2(got2.size());
+          size_t kept = 0;
+          bool untouched = true;
+          for (int q = 0; q < P; ++q) {
+            const bool mine = shardIds[q] >= 4 && shardIds[q] < 12;
+            for (int col = 0; col < c.H; ++col) {
+              const size_t i = size_t(q) * c.H + col;
+              if (mine) {
+                std::memcpy(&got2[kept], &raw[i], 4);
+                ref2[kept++] = ref[i];
+              } else {
+                untouched &= raw[i] == ~0u;
+              }
+            }
+          }
+          got2.resize(kept);
+          ref2.resize(kept);
+          report.expectRelErr(what + " decode path, experts [4, 12)", relErr(got2, ref2), bound);
+          if (!untouched)
+            report.fail(what + " decode path, experts [4, 12)", "wrote a pair of another rank");
+        }
       }
     }
 }
@@ -292,6 +375,9 @@ GPU_TEST(moe_experts_glm5) {
                                      F, f32));
     GPU_TRY(modA, ctx.build(cfgs.gateUp.variant, moeFfnSource(cfgs.gateUp)));
     GPU_TRY(modB, ctx.build(cfgs.down.variant, moeFfnSource(cfgs.down)));
+    DecodePath dp;
+    if (!loadDecodePath(ctx, report, cfgs, &dp))
+      return;
     if (ctx.compileOnly)
       continue;
     GPU_TRY(fnA, ctx.function(modA, cfgs.gateUp.entry.c_str(),
@@ -352,6 +438,9 @@ GPU_TEST(moe_experts_glm5) {
                &dh);
     ctx.launch(fnB, lb.gridX, lb.gridY, 1, lb.threads, lb.smem, &dh, &dd, &doff, &dpair, &dout);
     compareRows(report, what, ctx.download<uint32_t>(dout, size_t(P + 1) * H), P, H, ref, ids,
+                f32 ? 1e-5 : 1e-2);
+    compareRows(report, what + " decode path",
+                runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, H, F, f32), P, H, ref, ids,
                 f32 ? 1e-5 : 1e-2);
   }
 }
