@@ -20,7 +20,11 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
   }
   const int64_t tiles = (N + p.rowsPerCta - 1) / p.rowsPerCta;
   const int64_t kSteps = (K + kQLinearKStep - 1) / kQLinearKStep;
-  const int64_t want = (2 * int64_t(smCount) + tiles - 1) / tiles; // ~2 waves
+  // Split K until the grid can keep 16 warps on every SM (4 CTAs of 128 threads): the product
+  // is bound by the bytes in flight, and a row tile's warps alone stream too few of them. Two
+  // waves (half of this) left o_proj and q_a at 20-45% of copy bandwidth on the H200.
+  const int64_t ctasPerSm = std::max<int64_t>(1, 512 / std::max(p.threads, 1));
+  const int64_t want = (ctasPerSm * smCount + tiles - 1) / tiles;
   int64_t splits = std::clamp<int64_t>(want, 1, kSteps);
   const int64_t perSplit = (kSteps + splits - 1) / splits * kQLinearKStep;
   splits = (K + perSplit - 1) / perSplit;
