@@ -59,12 +59,15 @@ INPUTS = {
     # linear, decode"): head 6144->154880 at T=1 and T=8, o_proj 16384->6144 at T=1.
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1)
         "F16": (0.976, 0.244, 0.757), "BF16": (0.824, 0.567, 0.643),
-        "F32": (0.812, 0.340, 0.564), "Q8_0": (0.718, 0.379, 0.441),
-        "Q4_K": (0.620, 0.431, 0.360), "Q5_K": (0.588, 0.438, 0.350),
-        "Q4_0": (0.568, 0.421, 0.328), "Q6_K": (0.537, 0.416, 0.347),
+        "F32": (0.812, 0.340, 0.564), "Q8_0": (0.720, 0.379, 0.548),
+        "Q4_K": (0.619, 0.431, 0.442), "Q5_K": (0.588, 0.438, 0.350),
+        "Q4_0": (0.568, 0.421, 0.328), "Q6_K": (0.547, 0.416, 0.427),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
+    # Tokens up to which a MoE step runs the per-pair decode kernels (no moe_group launch):
+    # runtime/launch/Moe.h kMoeDecodeMaxTokens.
+    "moe_decode_max_tokens": 4,
     "matvec_floor_us": 6.0,           # RESULTS.md: shapes with 576-6144 outputs run in 6-12 us,
                                       # launch/latency bound, CUDA-graph replay
     # Tiny-model decode as a CUDA graph: 2126 tok/s with sm_120a tiles, ~170 launches per token
@@ -75,15 +78,16 @@ INPUTS = {
     # Sparse MLA decode (our kernel, sm_120a tiles, second version), H = 8 and H = 64, top-k
     # 2048, context 8192, bf16 cache, graph replay of decode + combine: (batch, us). RESULTS.md.
     "mla_bench_context": 8192,
-    "mla_h8_us": [(1, 14.1), (8, 17.7), (32, 34.1), (128, 115.4)],
-    "mla_h64_us": [(1, 19.7), (8, 30.2), (32, 114.6), (128, 310.2)],
+    "mla_h8_us": [(1, 13.8), (8, 16.9), (32, 33.7), (128, 94.6)],
+    "mla_h64_us": [(1, 18.2), (8, 33.0), (32, 95.9), (128, 341.0)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys: (batch, context, us). RESULTS.md.
     "indexer_us": [(1, 8192, 15.9), (1, 131072, 36.5), (8, 32768, 47.6), (8, 131072, 113.1),
                    (32, 8192, 36.2), (32, 32768, 113.1), (32, 131072, 372.6)],
     # One end-to-end check on one H200: the `width` fixture (real widths, 1 dense + 1 MoE
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
-    # and head), graph decode 587 tok/s, context < 100 (RESULTS.md "decode as a CUDA graph").
-    "width_run_ms": 1000.0 / 587.0,
+    # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
+    # decode": after the per-pair expert path and the qlinear split change; 587 before).
+    "width_run_ms": 1000.0 / 679.8,
     "width_run_context": 64,
     "width_run_quant": {"attention": "Q8_0", "indexer": "Q8_0", "indexer_gate": "F32",
                         "router": "F32", "dense_ffn": "Q8_0", "shared_expert": "Q8_0",
@@ -242,7 +246,7 @@ def attention_kernels(head_share, tokens, context, cfg=INPUTS):
         Kernel("k_b_absorb", "matvec", w(cfg["qk_nope"] * kvl * heads, "attention"),
                cfg["quant"]["attention"], "absorb"),
         Kernel("sparse_mla", "mla_h8" if heads <= 16 else "mla_h64",
-               mla_bytes(tokens, heads, context, cfg), group="mla", launches=2),
+               mla_bytes(tokens, heads, context, cfg), group="mla"),
         Kernel("v_b", "matvec", w(kvl * cfg["v_head"] * heads, "attention"),
                cfg["quant"]["attention"], "mla"),
         Kernel("o_proj", "matvec", w(cfg["heads"] * cfg["v_head"] * h, "attention") * head_share,
@@ -251,7 +255,7 @@ def attention_kernels(head_share, tokens, context, cfg=INPUTS):
     ]
 
 
-def moe_kernels(expert_equivalents, shared_share, expert_tokens=1, cfg=INPUTS):
+def moe_kernels(expert_equivalents, shared_share, expert_tokens=1, cfg=INPUTS, batch=1):
     """Routed experts: `expert_equivalents` whole experts' bytes on the busiest rank, each
     multiplying `expert_tokens` rows."""
     h, f = cfg["hidden"], cfg["moe_ffn"]
@@ -263,7 +267,9 @@ def moe_kernels(expert_equivalents, shared_share, expert_tokens=1, cfg=INPUTS):
         Kernel("ffn_norm", "small", 0, group="ffn_in"),
         Kernel("router", "matvec", weight_bytes(h * cfg["experts"], "router", cfg), q["router"],
                "ffn_in"),
+    ] + ([] if batch <= cfg["moe_decode_max_tokens"] else [
         Kernel("moe_group", "small", 0, group="ffn_in"),
+    ]) + [
         Kernel("experts_gate_up", "matvec", gate_up, q["expert_gate_up"], "moe_up",
                tokens=expert_tokens),
         Kernel("experts_down", "matvec", down, q["expert_down"], "moe_down",
@@ -375,7 +381,7 @@ def layer_plan(scheme, batch, context, moe, routing, cfg=INPUTS):
         max_rank, distinct = routing
         experts = distinct / p if scheme == "tp_tp_ar" else max_rank
         rows_per_expert = max(1, round(batch * cfg["experts_per_token"] / distinct))
-        kernels += moe_kernels(experts, 1.0 if dp else 1.0 / p, rows_per_expert, cfg)
+        kernels += moe_kernels(experts, 1.0 if dp else 1.0 / p, rows_per_expert, cfg, local)
         if dp:
             out = local * cfg["experts_per_token"] * h * 2 * (p - 1) / p
             colls = [("a2a", out), ("a2a", out)]
