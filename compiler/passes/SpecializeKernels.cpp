@@ -131,7 +131,7 @@ struct GlmSpecializeKernels
     module.walk([&](Operation *op) {
       if (!op->getDialect() || !isa<GlmDialect>(op->getDialect()))
         return;
-      if (isa<AllReduceOp>(op)) // a collective: the runtime's (NCCL), not a kernel
+      if (isa<AllReduceOp, AllGatherOp>(op)) // collectives: the runtime's (NCCL), no kernel
         return;
       glm5c::codegen::KernelChoice choice =
           glm5c::codegen::selectKernel(glm5c::kernelQueryFor(op, actF32), tiles);

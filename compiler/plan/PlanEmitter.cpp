@@ -51,6 +51,7 @@ std::optional<pl::OpKind> opKind(Operation *op) {
       .Case([](SwiGLUMulOp) { return pl::OpKind::SwiGLUMul; })
       .Case([](LogitsOp) { return pl::OpKind::Logits; })
       .Case([](AllReduceOp) { return pl::OpKind::AllReduce; })
+      .Case([](AllGatherOp) { return pl::OpKind::AllGather; })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -321,7 +322,8 @@ glm5rt::StatusOr<std::vector<uint8_t>> emitPlan(ModuleOp module, const glm5rt::g
         }
       }
       // Collectives are the runtime's (a shared-memory sum on the host mesh, NCCL on GPUs).
-      if (!host && step.kernel < 0 && step.kind != pl::OpKind::AllReduce)
+      if (!host && step.kernel < 0 && step.kind != pl::OpKind::AllReduce &&
+          step.kind != pl::OpKind::AllGather)
         return makeStatus(StatusCode::kInvalidArgument,
                           "%s: %s has no kernel: run glm-specialize-kernels for %s first",
                           step.name.c_str(), op->getName().getStringRef().str().c_str(),

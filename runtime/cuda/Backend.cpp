@@ -329,6 +329,7 @@ Status Backend::planMemory(const BackendOptions &o) {
       {&mlaOPart_, n.mlaOPart, "sparse MLA partials", false},
       {&mlaLsePart_, n.mlaLsePart, "sparse MLA partial lse", false},
       {&mlaCounters_, n.mlaCounters, "sparse MLA merge counters", true},
+      {&gatherWs_, n.gather, "all-gather staging", false},
   };
   for (auto &w : ws) {
     GLM5_RETURN_IF_ERROR(alloc(w.p, static_cast<uint64_t>(w.bytes), w.what));
@@ -624,6 +625,36 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       return Status::ok();
     return comm_->allReduce(ptr(in(0)), ptr(out(0)), static_cast<uint64_t>(T * elems(out(0))),
                             buf(out(0)).dtype() == pl::DType::BF16, stream_);
+  }
+  case pl::OpKind::AllGather: {
+    // out [T, ranks C] = the ranks' [T, C] slices side by side. NCCL concatenates whole buffers
+    // ([ranks][T C]): one token is already that layout; several are staged and each rank's
+    // [T, C] block is copied to its columns with one 2D copy.
+    if (!comm_)
+      return makeStatus(StatusCode::kFailedPrecondition,
+                        "an all-gather step without a communicator (a one-rank backend)");
+    const int64_t C = elems(in(0)), R = comm_->ranks();
+    if (elems(out(0)) != C * R)
+      return makeStatus(StatusCode::kDataLoss,
+                        "all-gather of %lld values per token into %lld over %lld ranks",
+                        static_cast<long long>(C), static_cast<long long>(elems(out(0))),
+                        static_cast<long long>(R));
+    const bool bf16 = buf(out(0)).dtype() == pl::DType::BF16;
+    const size_t esz = bf16 ? 2 : 4;
+    if (T > 1)
+      grow(needs_.gather, T * C * R * static_cast<int64_t>(esz));
+    if (dry)
+      return Status::ok();
+    if (T == 1)
+      return comm_->allGather(ptr(in(0)), ptr(out(0)), static_cast<uint64_t>(C), bf16, stream_);
+    GLM5_RETURN_IF_ERROR(
+        comm_->allGather(ptr(in(0)), gatherWs_, static_cast<uint64_t>(T * C), bf16, stream_));
+    for (int64_t r = 0; r < R; ++r)
+      GLM5_RETURN_IF_ERROR(drv_->copy2DDeviceToDevice(
+          ptr(out(0)) + static_cast<DevicePtr>(r * C * esz), static_cast<size_t>(R * C) * esz,
+          gatherWs_ + static_cast<DevicePtr>(r * T * C * esz), static_cast<size_t>(C) * esz,
+          static_cast<size_t>(C) * esz, static_cast<size_t>(T), stream_));
+    return Status::ok();
   }
   case pl::OpKind::SwiGLUMul:
   case pl::OpKind::Add: {

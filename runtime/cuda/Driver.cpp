@@ -10,6 +10,24 @@ namespace {
 using CUresult = int;
 } // namespace
 
+// cuda.h's CUDA_MEMCPY2D (the layout of its stable ABI) and CU_MEMORYTYPE_DEVICE.
+struct Memcpy2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  DevicePtr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  DevicePtr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t widthInBytes, height;
+};
+constexpr int kMemoryTypeDevice = 2;
+
 struct Driver::Api {
   CUresult (*cuInit)(unsigned);
   CUresult (*cuGetErrorName)(CUresult, const char **);
@@ -30,6 +48,7 @@ struct Driver::Api {
   CUresult (*cuMemcpyDtoH)(void *, DevicePtr, size_t);
   CUresult (*cuMemsetD8)(DevicePtr, unsigned char, size_t);
   CUresult (*cuMemcpyDtoDAsync)(DevicePtr, DevicePtr, size_t, Stream);
+  CUresult (*cuMemcpy2DAsync)(const struct Memcpy2D *, Stream);
   CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, Stream, void **, void **);
@@ -107,6 +126,7 @@ Status Driver::init(int ordinal) {
       {reinterpret_cast<void **>(&api_->cuMemcpyDtoH), "cuMemcpyDtoH_v2"},
       {reinterpret_cast<void **>(&api_->cuMemsetD8), "cuMemsetD8_v2"},
       {reinterpret_cast<void **>(&api_->cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2"},
+      {reinterpret_cast<void **>(&api_->cuMemcpy2DAsync), "cuMemcpy2DAsync_v2"},
       {reinterpret_cast<void **>(&api_->cuMemGetInfo), "cuMemGetInfo_v2"},
       {reinterpret_cast<void **>(&api_->cuLaunchKernel), "cuLaunchKernel"},
       {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
@@ -176,6 +196,19 @@ Status Driver::memsetD8(DevicePtr dst, unsigned char value, size_t bytes) {
 }
 Status Driver::copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream s) {
   return check(api_->cuMemcpyDtoDAsync(dst, src, bytes, s), "cuMemcpyDtoDAsync", "");
+}
+Status Driver::copy2DDeviceToDevice(DevicePtr dst, size_t dstPitch, DevicePtr src, size_t srcPitch,
+                                   size_t widthBytes, size_t rows, Stream s) {
+  Memcpy2D c{};
+  c.srcMemoryType = kMemoryTypeDevice;
+  c.srcDevice = src;
+  c.srcPitch = srcPitch;
+  c.dstMemoryType = kMemoryTypeDevice;
+  c.dstDevice = dst;
+  c.dstPitch = dstPitch;
+  c.widthInBytes = widthBytes;
+  c.height = rows;
+  return check(api_->cuMemcpy2DAsync(&c, s), "cuMemcpy2DAsync", "");
 }
 Status Driver::memInfo(size_t *freeBytes, size_t *totalBytes) {
   return check(api_->cuMemGetInfo(freeBytes, totalBytes), "cuMemGetInfo", "");

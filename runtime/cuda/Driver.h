@@ -50,6 +50,10 @@ public:
   Status memsetD8(DevicePtr dst, unsigned char value, size_t bytes);
   // Ordered on `s` (capturable in a graph).
   Status copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream s);
+  // `rows` rows of `widthBytes` from src (rows `srcPitch` bytes apart) to dst (`dstPitch`
+  // apart), ordered on `s` (capturable).
+  Status copy2DDeviceToDevice(DevicePtr dst, size_t dstPitch, DevicePtr src, size_t srcPitch,
+                              size_t widthBytes, size_t rows, Stream s);
   Status memInfo(size_t *freeBytes, size_t *totalBytes);
   Status launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned smem, Stream s, void **params, const std::string &what);

@@ -40,6 +40,7 @@ StatusOr<const Nccl *> Nccl::load() {
       {reinterpret_cast<void **>(&n->commInitRank_), "ncclCommInitRank"},
       {reinterpret_cast<void **>(&n->commDestroy_), "ncclCommDestroy"},
       {reinterpret_cast<void **>(&n->allReduce_), "ncclAllReduce"},
+      {reinterpret_cast<void **>(&n->allGather_), "ncclAllGather"},
       {reinterpret_cast<void **>(&n->getErrorString_), "ncclGetErrorString"},
   };
   for (const Entry &e : entries)
@@ -90,6 +91,14 @@ Status Nccl::Comm::allReduce(DevicePtr in, DevicePtr out, uint64_t count, bool b
                                         bf16 ? kNcclBfloat16 : kNcclFloat32, kNcclSum, comm_,
                                         stream),
                       "ncclAllReduce");
+}
+
+Status Nccl::Comm::allGather(DevicePtr in, DevicePtr out, uint64_t count, bool bf16,
+                             Stream stream) const {
+  return nccl_->check(nccl_->allGather_(reinterpret_cast<const void *>(in),
+                                        reinterpret_cast<void *>(out), count,
+                                        bf16 ? kNcclBfloat16 : kNcclFloat32, comm_, stream),
+                      "ncclAllGather");
 }
 
 Status writeNcclId(const std::string &path, const NcclId &id) {

@@ -36,6 +36,9 @@ public:
     // out = sum over the ranks of `count` elements (bf16 or f32) at `in`, enqueued on `stream`
     // (capturable in a CUDA graph). in may equal out.
     Status allReduce(DevicePtr in, DevicePtr out, uint64_t count, bool bf16, Stream stream) const;
+    // out = the ranks' `count` elements each, concatenated in rank order ([ranks][count]),
+    // enqueued on `stream` (capturable).
+    Status allGather(DevicePtr in, DevicePtr out, uint64_t count, bool bf16, Stream stream) const;
 
   private:
     friend class Nccl;
@@ -56,6 +59,7 @@ private:
   int (*commInitRank_)(void **, int, NcclId, int) = nullptr;
   int (*commDestroy_)(void *) = nullptr;
   int (*allReduce_)(const void *, void *, size_t, int, int, void *, Stream) = nullptr;
+  int (*allGather_)(const void *, void *, size_t, int, void *, Stream) = nullptr;
   const char *(*getErrorString_)(int) = nullptr;
 };
 

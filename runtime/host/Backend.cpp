@@ -258,6 +258,18 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
     std::vector<float> partial = f_[in(0)]; // the output may share the input's buffer id
     return mesh_->allReduce(rank_, partial.data(), n, outF(0));
   }
+  case pl::OpKind::AllGather: {
+    if (!mesh_)
+      return makeStatus(StatusCode::kFailedPrecondition, "an all-gather step outside a mesh");
+    const int64_t cols = elems(in(0));
+    if (elems(out(0)) != cols * mesh_->ranks())
+      return makeStatus(StatusCode::kDataLoss,
+                        "all-gather of %lld values per token into %lld over %d ranks",
+                        static_cast<long long>(cols), static_cast<long long>(elems(out(0))),
+                        mesh_->ranks());
+    std::vector<float> slice(inF(0), inF(0) + T * cols);
+    return mesh_->allGather(rank_, slice.data(), T, cols, outF(0));
+  }
   case pl::OpKind::SwiGLU:
     return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
   case pl::OpKind::SwiGLUMul: {

@@ -54,6 +54,35 @@ Status Mesh::allReduce(int rank, const float *data, int64_t n, float *out) {
   return Status::ok();
 }
 
+Status Mesh::allGather(int rank, const float *data, int64_t rows, int64_t cols, float *out) {
+  std::unique_lock<std::mutex> lock(m_);
+  data_[static_cast<size_t>(rank)] = data;
+  count_[static_cast<size_t>(rank)] = rows * cols;
+  GLM5_RETURN_IF_ERROR(barrier(lock)); // every rank's slice is in place
+  for (int r = 1; r < ranks_; ++r)
+    if (count_[static_cast<size_t>(r)] != count_[0]) {
+      aborted_ = true;
+      cv_.notify_all();
+      return makeStatus(StatusCode::kInternal,
+                        "all-gather of %lld floats on rank 0 but %lld on rank %d: the ranks' "
+                        "step lists do not pair up",
+                        static_cast<long long>(count_[0]),
+                        static_cast<long long>(count_[static_cast<size_t>(r)]), r);
+    }
+  lock.unlock();
+  // Inputs stay put until the second barrier; `out` is this rank's own buffer.
+  std::vector<float> all(static_cast<size_t>(rows * cols * ranks_));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int r = 0; r < ranks_; ++r)
+      std::copy(data_[static_cast<size_t>(r)] + t * cols, data_[static_cast<size_t>(r)] + (t + 1) * cols,
+                all.begin() + (t * ranks_ + r) * cols);
+  lock.lock();
+  GLM5_RETURN_IF_ERROR(barrier(lock)); // every rank has read every slice
+  lock.unlock();
+  std::copy(all.begin(), all.end(), out);
+  return Status::ok();
+}
+
 void Mesh::abort() {
   std::lock_guard<std::mutex> lock(m_);
   aborted_ = true;

@@ -1,6 +1,6 @@
 // A mesh of ranks on the host (sharded plans, glm5c compile --tp N): one host backend per rank,
-// each running its rank's step list on its own thread, the plan's AllReduce steps summed
-// through shared memory. It is what CI runs to check that a sharded plan computes the
+// each running its rank's step list on its own thread, the plan's AllReduce steps summed and
+// AllGather steps concatenated through shared memory. It is what CI runs to check that a sharded plan computes the
 // single-rank plan's logits, and the reference the multi-GPU runtime is checked against.
 #pragma once
 #include "runtime/backend/Backend.h"
@@ -28,6 +28,9 @@ public:
   // out = sum over ranks of each rank's n floats at `data`, added in rank order in double, so
   // every rank gets bitwise the same sum. Blocks until every rank has contributed.
   Status allReduce(int rank, const float *data, int64_t n, float *out);
+  // out [rows, ranks * cols] = every rank's [rows, cols] at `data`, rank r's at columns
+  // [r cols, (r + 1) cols). Blocks until every rank has contributed.
+  Status allGather(int rank, const float *data, int64_t rows, int64_t cols, float *out);
   // Releases every waiting rank with an error (a rank failed and will not arrive).
   void abort();
   // Makes the mesh usable again after every rank has returned.
@@ -45,8 +48,8 @@ private:
   std::vector<int64_t> count_;
 };
 
-// The glm5rt::Backend of a sharded plan on the host: rank 0's logits (every rank computes the
-// same ones: the head is replicated).
+// The glm5rt::Backend of a sharded plan on the host: rank 0's logits (every rank gets the same
+// ones: the vocabulary slices are all-gathered).
 class MeshBackend : public glm5rt::Backend {
 public:
   static StatusOr<std::unique_ptr<MeshBackend>> create(const plan::LoadedPlan &plan,

@@ -1,5 +1,5 @@
 // The host mesh's collectives (runtime/host/Mesh.h): every rank gets the same rank-ordered sum,
-// several all-reduces in a row pair up, a rank that fails releases the others with an error
+// an all-gather puts each rank's columns in rank order, several collectives in a row pair up, a rank that fails releases the others with an error
 // instead of leaving them waiting, and the mesh works again after reset.
 #include "runtime/host/Mesh.h"
 
@@ -28,6 +28,33 @@ TEST(Mesh, AllReduceSumsEveryRankInRankOrder) {
         ok[r] = ok[r] && mesh.allReduce(r, mine.data(), n, out[r].data()).isOk();
         for (int i = 0; i < n; ++i) // 1000 * (1 + 2 + 3 + 4) + 4 * (i + round)
           ok[r] = ok[r] && out[r][i] == static_cast<float>(10000 + 4 * (i + round));
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_TRUE(ok[r]) << "rank " << r;
+}
+
+TEST(Mesh, AllGatherPutsEachRanksColumnsInRankOrder) {
+  // 3 ranks, 2 rows of 4 columns each: out row t = rank 0's row t | rank 1's | rank 2's, twice
+  // in a row (the second call pairs up with the second of every rank).
+  const int ranks = 3, rows = 2, cols = 4;
+  Mesh mesh(ranks);
+  std::vector<bool> ok(ranks, true);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      for (int round = 0; round < 2; ++round) {
+        std::vector<float> mine(rows * cols), out(rows * cols * ranks, -1.f);
+        for (int i = 0; i < rows * cols; ++i)
+          mine[i] = static_cast<float>(100 * r + i + 1000 * round);
+        ok[r] = ok[r] && mesh.allGather(r, mine.data(), rows, cols, out.data()).isOk();
+        for (int t = 0; t < rows; ++t)
+          for (int s = 0; s < ranks; ++s)
+            for (int c = 0; c < cols; ++c)
+              ok[r] = ok[r] && out[(t * ranks + s) * cols + c] ==
+                                   static_cast<float>(100 * s + t * cols + c + 1000 * round);
       }
     });
   for (auto &t : threads)

@@ -420,6 +420,18 @@ LogicalResult AllReduceOp::verify() {
   return checkActivation(*this, "input", rt(getInput()), 2, 3);
 }
 
+LogicalResult AllGatherOp::verify() {
+  RankedTensorType x = rt(getInput()), y = rt(getResult());
+  if (failed(checkActivation(*this, "input", x, 2, 2)) ||
+      failed(checkActivation(*this, "result", y, 2, 2)) || failed(checkSameTokens(*this, x, y)))
+    return failure();
+  const int64_t c = lastDim(x), all = lastDim(y);
+  if (c <= 0 || all < 2 * c || all % c != 0)
+    return emitOpError() << "result width " << all << " is not a whole number (>= 2) of "
+                         << "input slices of " << c;
+  return success();
+}
+
 LogicalResult LogitsOp::verify() {
   RankedTensorType x = rt(getInput()), y = rt(getResult());
   if (failed(checkActivation(*this, "input", x, 2, 2)) ||

@@ -407,6 +407,24 @@ def Glm_AllReduceOp : Glm_Op<"all_reduce", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Glm_AllGatherOp : Glm_Op<"all_gather"> {
+  let summary = "every rank's tensor concatenated along the last dim, in rank order (a collective; glm-shard)";
+  let description = [{
+    Each rank contributes its slice `input` [tokens, C] (the logits of its rows of the
+    vocabulary); every rank gets `result` [tokens, C x ranks], rank r's slice at columns
+    [r C, (r + 1) C). Not pure, like glm.all_reduce: every rank executes the same collectives in
+    the same order.
+
+    ```mlir
+    %all = glm.all_gather %part : tensor<?x19360xf32> -> tensor<?x154880xf32>
+    ```
+  }];
+  let arguments = (ins Glm_F32Tensor:$input);
+  let results = (outs Glm_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Glm_LogitsOp : Glm_Op<"logits", [Pure]> {
   let summary = "output projection to vocabulary logits (after the final norm)";
   let description = [{

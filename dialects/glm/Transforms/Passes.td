@@ -65,8 +65,11 @@ def GlmShard : Pass<"glm-shard", "mlir::ModuleOp"> {
     - the routed experts [r E/N, (r+1) E/N): every rank routes every token (the router is
       replicated), computes only its experts, and the MoE output (routed + shared slice) is
       summed by one `glm.all_reduce`;
+    - the head by vocabulary rows: `output.weight` keeps rows [r V/N, (r+1) V/N), `glm.logits`
+      gives that slice of the logits, and `glm.all_gather` concatenates the slices in rank
+      order (every rank gets every logit, so every rank samples the same token);
     - replicated: embedding, norms, q_a, kv_a, the latent and indexer caches (each rank writes
-      the same rows), the indexer and its top-k, the router, the head.
+      the same rows), the indexer and its top-k, the router.
     Weight slices are GGUF tensor boxes (`offsets`); a box that cuts the rows' contiguous dim must
     cover whole quantization blocks. Errors name the tensor and the count that does not divide.
   }];

@@ -1,8 +1,8 @@
 //===- Shard.cpp - one function per rank: TP attention/FFN, EP experts ----===//
 //
 // See Passes.td (GlmShard) for what each rank holds. Invariant: every rank's function has the
-// same ops in the same order (only weight boxes and head/width dims differ), so the ranks'
-// glm.all_reduce ops pair up one to one.
+// same ops in the same order (only weight boxes and head/width/vocab dims differ), so the ranks'
+// glm.all_reduce and glm.all_gather ops pair up one to one.
 #include "dialects/glm/Transforms/Passes.h"
 #include "runtime/gguf/ggml_types.h"
 
@@ -47,6 +47,9 @@ public:
           return failure();
       } else if (auto ex = dyn_cast<MoEExpertsOp>(op)) {
         if (failed(shardFfn(ex, /*gateUpDim=*/2, /*downDim=*/2)))
+          return failure();
+      } else if (auto lg = dyn_cast<LogitsOp>(op)) {
+        if (failed(shardVocab(lg)))
           return failure();
       }
     }
@@ -173,6 +176,23 @@ private:
       allReduceAfter(op, op.getResult());
     else if (!llvm::any_of(add->getUsers(), [](Operation *u) { return isa<AllReduceOp>(u); }))
       allReduceAfter(add, add->getResult(0)); // the MoE's other half was sharded first
+    return success();
+  }
+
+  // The head by rows of the vocabulary: each rank computes the logits of its V / n rows, and an
+  // all-gather concatenates them in rank order (rank r's rows are [r V / n, (r + 1) V / n)).
+  LogicalResult shardVocab(LogitsOp lg) {
+    FailureOr<GgufTensorAttr> w = box(lg, lg.getWeight(), 1);
+    if (failed(w))
+      return failure();
+    lg.setWeightAttr(*w);
+    auto full = cast<RankedTensorType>(lg.getResult().getType());
+    SmallVector<int64_t> s(full.getShape());
+    s.back() /= n_;
+    lg.getResult().setType(RankedTensorType::get(s, full.getElementType()));
+    b_.setInsertionPointAfter(lg);
+    auto all = b_.create<AllGatherOp>(lg.getLoc(), full, lg.getResult());
+    lg.getResult().replaceAllUsesExcept(all.getResult(), all);
     return success();
   }
 
