@@ -23,8 +23,8 @@ Status Mesh::barrier(std::unique_lock<std::mutex> &lock) {
                   : Status::ok();
 }
 
-Status Mesh::allReduce(int rank, const float *data, int64_t n, float *out) {
-  std::unique_lock<std::mutex> lock(m_);
+Status Mesh::publish(std::unique_lock<std::mutex> &lock, int rank, const float *data, int64_t n,
+                     const char *what) {
   data_[static_cast<size_t>(rank)] = data;
   count_[static_cast<size_t>(rank)] = n;
   GLM5_RETURN_IF_ERROR(barrier(lock)); // every rank's input is in place
@@ -33,11 +33,17 @@ Status Mesh::allReduce(int rank, const float *data, int64_t n, float *out) {
       aborted_ = true;
       cv_.notify_all();
       return makeStatus(StatusCode::kInternal,
-                        "all-reduce of %lld floats on rank 0 but %lld on rank %d: the ranks' "
-                        "step lists do not pair up",
-                        static_cast<long long>(count_[0]),
+                        "%s of %lld floats on rank 0 but %lld on rank %d: the ranks' step lists "
+                        "do not pair up",
+                        what, static_cast<long long>(count_[0]),
                         static_cast<long long>(count_[static_cast<size_t>(r)]), r);
     }
+  return Status::ok();
+}
+
+Status Mesh::allReduce(int rank, const float *data, int64_t n, float *out) {
+  std::unique_lock<std::mutex> lock(m_);
+  GLM5_RETURN_IF_ERROR(publish(lock, rank, data, n, "all-reduce"));
   lock.unlock();
   // Inputs stay put until the second barrier: each rank reads them all, writes only `out`.
   std::vector<float> sum(static_cast<size_t>(n));
@@ -56,19 +62,7 @@ Status Mesh::allReduce(int rank, const float *data, int64_t n, float *out) {
 
 Status Mesh::allGather(int rank, const float *data, int64_t rows, int64_t cols, float *out) {
   std::unique_lock<std::mutex> lock(m_);
-  data_[static_cast<size_t>(rank)] = data;
-  count_[static_cast<size_t>(rank)] = rows * cols;
-  GLM5_RETURN_IF_ERROR(barrier(lock)); // every rank's slice is in place
-  for (int r = 1; r < ranks_; ++r)
-    if (count_[static_cast<size_t>(r)] != count_[0]) {
-      aborted_ = true;
-      cv_.notify_all();
-      return makeStatus(StatusCode::kInternal,
-                        "all-gather of %lld floats on rank 0 but %lld on rank %d: the ranks' "
-                        "step lists do not pair up",
-                        static_cast<long long>(count_[0]),
-                        static_cast<long long>(count_[static_cast<size_t>(r)]), r);
-    }
+  GLM5_RETURN_IF_ERROR(publish(lock, rank, data, rows * cols, "all-gather"));
   lock.unlock();
   // Inputs stay put until the second barrier; `out` is this rank's own buffer.
   std::vector<float> all(static_cast<size_t>(rows * cols * ranks_));

@@ -38,6 +38,10 @@ public:
 
 private:
   Status barrier(std::unique_lock<std::mutex> &lock);
+  // Puts this rank's n floats at `data` where every rank reads them, waits for every rank, and
+  // checks that all published as many (else the step lists do not pair up: aborts the mesh).
+  Status publish(std::unique_lock<std::mutex> &lock, int rank, const float *data, int64_t n,
+                 const char *what);
   const int ranks_;
   std::mutex m_;
   std::condition_variable cv_;
