@@ -98,6 +98,36 @@ __device__ __forceinline__ void glm_mma_bf16_16816(float (&d)[4], const uint32_t
 }
 
 // 16-byte global->shared copy; src_bytes 0 zero-fills (masked rows are never read from memory).
+// One k-tile of the 64 x 128 products (qlinear_prefill, the MoE expert tiles): 8 warps in a
+// 2 x 4 grid, warp (wm, wn) multiplies rows [32 wm, 32 wm + 32) of xt (activations, bf16) by rows
+// [32 wn, 32 wn + 32) of wt (weights, bf16, one row per output), both with row stride PROW
+// elements, over k in [0, BK). acc[mi][ni] is the mma C fragment of xt rows 32 wm + 16 mi and
+// wt rows 32 wn + 8 ni.
+template <int BK, int PROW>
+__device__ __forceinline__ void glm_tile_mma_64x128(const glm_bf16 *xt, const glm_bf16 *wt, int wm,
+                                                    int wn, int lane, float (&acc)[2][4][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 16) {
+    uint32_t a[2][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+      glm_ldmatrix_x4(a[mi], glm_smem_addr(xt + (wm * 32 + mi * 16 + lane % 16) * PROW + kk +
+                                           (lane / 16) * 8));
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      // matrices: (rows n..n+7, k 0-7), (n.., k 8-15), (n+8.., k 0-7), (n+8.., k 8-15).
+      uint32_t b[4];
+      glm_ldmatrix_x4(b, glm_smem_addr(wt + (wn * 32 + p * 16 + (lane / 16) * 8 + lane % 8) * PROW +
+                                       kk + ((lane / 8) % 2) * 8));
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) {
+        glm_mma_bf16_16816(acc[mi][2 * p], a[mi], b[0], b[1]);
+        glm_mma_bf16_16816(acc[mi][2 * p + 1], a[mi], b[2], b[3]);
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ void glm_cp_async_16(uint32_t dst, const void *src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(src_bytes));

@@ -317,27 +317,7 @@ __device__ __forceinline__ void glm_mx_mma(const glm_act *xr0, const glm_act *xr
     }
     glm_cp_async_wait<0>();
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < GLM_MX_BK; kk += 16) {
-      uint32_t a[2][4];
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
-        glm_ldmatrix_x4(a[mi], glm_smem_addr(xt + (wm * 32 + mi * 16 + lane % 16) * GLM_MX_PROW +
-                                             kk + (lane / 16) * 8));
-#pragma unroll
-      for (int p = 0; p < 2; ++p) {
-        // matrices: (rows n..n+7, k 0-7), (n.., k 8-15), (n+8.., k 0-7), (n+8.., k 8-15).
-        uint32_t b[4];
-        glm_ldmatrix_x4(
-            b, glm_smem_addr(wt + (wn * 32 + p * 16 + (lane / 16) * 8 + lane % 8) * GLM_MX_PROW +
-                             kk + ((lane / 8) % 2) * 8));
-#pragma unroll
-        for (int mi = 0; mi < 2; ++mi) {
-          glm_mma_bf16_16816(acc[mi][2 * p], a[mi], b[0], b[1]);
-          glm_mma_bf16_16816(acc[mi][2 * p + 1], a[mi], b[2], b[3]);
-        }
-      }
-    }
+    glm_tile_mma_64x128<GLM_MX_BK, GLM_MX_PROW>(xt, wt, wm, wn, lane, acc);
   }
 }
 // Fragment ownership after glm_mx_mma: acc[mi][ni][c] is X row
