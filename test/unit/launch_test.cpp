@@ -60,7 +60,8 @@ TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
   p.threads = 256;
   p.tokens = 1;
   p.rowsPerCta = 32;
-  // N = 512 rows make 16 CTAs; 188 SMs want ~2 waves: K = 6144 (24 steps) splits 24 ways.
+  // N = 512 rows make 16 CTAs; 188 SMs x 2 CTAs of 256 threads want 24: K = 6144 (24 steps)
+  // splits 24 ways.
   QLinearGrid g = qlinearGrid(p, 188, 1, 512, 6144);
   EXPECT_EQ(g.gridX, 16u);
   EXPECT_EQ(g.gridY, 24u);
@@ -73,6 +74,15 @@ TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
   EXPECT_EQ(head.gridX, 4840u);
   EXPECT_EQ(head.splits, 1);
   EXPECT_EQ(head.workspaceBytes, 0);
+  // o_proj (16384 -> 6144) with 128-thread CTAs of 64 rows on the H200: 96 row tiles; enough
+  // splits for 4 CTAs per SM (528 / 96 -> 6 of 11 steps each, the last 9 of 64 steps).
+  QLinearParams p4 = p;
+  p4.threads = 128;
+  p4.rowsPerCta = 64;
+  QLinearGrid o = qlinearGrid(p4, 132, 1, 6144, 16384);
+  EXPECT_EQ(o.gridX, 96u);
+  EXPECT_EQ(o.splits, 6);
+  EXPECT_EQ(o.kPerSplit, 11 * kQLinearKStep);
   // A K that is not a whole number of steps: the last split is shorter, none is empty.
   QLinearGrid odd = qlinearGrid(p, 132, 1, 2048, 1000);
   EXPECT_EQ(odd.kPerSplit % kQLinearKStep, 0);
