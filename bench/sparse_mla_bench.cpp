@@ -6,9 +6,14 @@
 //
 // usage: glm5c-bench-sparse-mla [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles T,...]
 //                               [--reps N] [--warps N,...]
-//                               [--splits N]
+//                               [--splits N [--cluster C]]
 // --warps builds each tile configuration with these warp counts (4 or 8) instead of the
-// registry's (tuning: kSparseMlaWarps).
+// registry's (tuning: kSparseMlaWarps); --min-ctas with these __launch_bounds__ minimum CTAs
+// per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
+// so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
+// an H200's 228 KB would take. --splits/--cluster time one split count and cluster
+// size only (profiling); the sweep otherwise tries each power-of-two split count both with the
+// launch geometry's cluster size and without clusters.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -37,17 +42,20 @@ struct Kernel {
   SparseMlaDecodeConfig cfg;
   const Target *tiles;
   cu::Function decode;
+  int64_t launchSmem = 0; // dynamic shared memory per launch (>= cfg.dynamicSmem)
 };
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc, int warps) {
+             const NvrtcCompiler &nvrtc, int warps, int minCtas) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
   if (warps > 0) {
     cfg->threads = 32 * warps;
     cfg->dynamicSmem = sparseMlaDecodeSmem(cfg->shape, cfg->tileN, cfg->stages, warps);
   }
-  cfg->variant += "_w" + std::to_string(cfg->threads / 32);
+  if (minCtas > 0)
+    cfg->minCtas = minCtas;
+  cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
   KernelSource src;
   src.name = cfg->variant + "_" + tiles.name;
   src.source = sparseMlaDecodeSource(*cfg);
@@ -64,19 +72,40 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
               compiled->fromCache ? " (cache)" : "", res.c_str());
   cu::Module mod;
   CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-  Kernel k{*cfg, &tiles, nullptr};
+  Kernel k{*cfg, &tiles, nullptr, cfg->dynamicSmem};
   CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
-  CHECK_OK(drv.setMaxDynamicSmem(k.decode, static_cast<int>(cfg->dynamicSmem), src.name));
+  // Room for the padded launches of --sm120-occupancy (the static shared memory is small).
+  CHECK_OK(drv.setMaxDynamicSmem(k.decode, drv.info().maxSharedOptin - 1024, src.name));
   return k;
+}
+
+// Graph replay time of an empty kernel: the fixed cost every timed launch carries (reported
+// once, as the floor the small shapes are measured against; eight launches per graph, as the
+// small shapes have).
+double emptyKernelUs(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc,
+                     cu::Stream stream, int reps) {
+  KernelSource src;
+  src.name = "empty";
+  src.source = "extern \"C\" __global__ void empty() {}\n";
+  src.arch = codeArch;
+  auto compiled = nvrtc.compile(src);
+  CHECK_OK(compiled.status());
+  cu::Module mod;
+  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, "empty"));
+  cu::Function f;
+  CHECK_OK(drv.getFunction(mod, "empty", &f));
+  return glm5c::bench::timeGraph(drv, stream, 8, reps, [&](size_t) {
+    CHECK_OK(drv.launch(f, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, "empty"));
+  });
 }
 
 // One problem instance on the device: inputs, partial buffers, outputs.
 struct Problem {
-  int B = 0, H = 0, ctx = 0, splits = 0;
+  int B = 0, H = 0, ctx = 0, splits = 0, cluster = 1;
   std::vector<uint16_t> q = {}, kv = {};
   std::vector<int32_t> idx = {};
   cu::DevicePtr dq = 0, dqr = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
-  cu::DevicePtr dcount = 0; // one merge counter per (request, head group), zeroed once
+  cu::DevicePtr dcount = 0; // merge counters per (request, head group, chunk), zeroed once
 };
 
 // (Re)allocates the split partials for p.splits.
@@ -125,8 +154,9 @@ void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
   upload(&p.dkv, p.kv.data(), p.kv.size() * 2, "kv");
   upload(&p.didx, p.idx.data(), p.idx.size() * 4, "indices");
   allocPartials(drv, p);
-  CHECK_OK(drv.malloc(&p.dcount, size_t(p.B) * ((p.H + 15) / 16) * 4, "merge counters"));
-  CHECK_OK(drv.memsetD8(p.dcount, 0, size_t(p.B) * ((p.H + 15) / 16) * 4));
+  const size_t counterBytes = size_t(p.B) * ((p.H + 15) / 16) * 4 * glm5rt::launch::kSparseMlaMaxCluster;
+  CHECK_OK(drv.malloc(&p.dcount, counterBytes, "merge counters"));
+  CHECK_OK(drv.memsetD8(p.dcount, 0, counterBytes));
   CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 2, "out")); // bf16
   CHECK_OK(drv.malloc(&p.dlse, size_t(p.B) * p.H * 4, "lse"));
 }
@@ -145,8 +175,10 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
   void *args[] = {&p.dq,   &p.dqr,    &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.dout,
                   &p.dlse, &p.dcount, &p.H,   &slots,  &p.splits, &perSplit, &scaleLog2};
-  CHECK_OK(drv.launch(k.decode, groups * p.splits, p.B, 1, k.cfg.threads, 1, 1,
-                      static_cast<unsigned>(k.cfg.dynamicSmem), s, args, "sparse_mla_decode"));
+  CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
+                               static_cast<unsigned>(p.cluster),
+                               static_cast<unsigned>(k.launchSmem), s, args,
+                               "sparse_mla_decode"));
 }
 
 // Relative errors of the output and the LSE against the host reference.
@@ -203,16 +235,19 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false, sweep = true;
-  int forcedSplits = 0;
+  bool checkOnly = false, sweep = true, sm120Occupancy = false;
+  int forcedSplits = 0, forcedCluster = 0;
   int reps = 50;
-  std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"};
+  std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
+                           minCtasList = {"0"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
       checkOnly = true;
     else if (a == "--splits" && i + 1 < argc) // time this split count only (profiling)
       forcedSplits = std::atoi(argv[++i]);
+    else if (a == "--cluster" && i + 1 < argc)
+      forcedCluster = std::atoi(argv[++i]);
     else if (a == "--no-sweep")
       sweep = false;
     else if (a == "--reps" && i + 1 < argc)
@@ -223,10 +258,15 @@ int main(int argc, char **argv) {
       tileNames = splitList(argv[++i]);
     else if (a == "--warps" && i + 1 < argc)
       warpList = splitList(argv[++i]);
+    else if (a == "--min-ctas" && i + 1 < argc)
+      minCtasList = splitList(argv[++i]);
+    else if (a == "--sm120-occupancy")
+      sm120Occupancy = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
-                   "sm_120a,sm_90] [--reps N] [--warps 4,8] [--splits N]\n",
+                   "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
+                   "[--splits N [--cluster C]]\n",
                    argv[0]);
       return 2;
     }
@@ -238,9 +278,13 @@ int main(int argc, char **argv) {
   CHECK_OK(drv.streamCreate(&stream));
   const Target *devTarget = findTarget(codeArch);
   bool failed = false;
+  if (!checkOnly)
+    std::printf("empty kernel, graph replay: %.1f us\n",
+                emptyKernelUs(drv, codeArch, nvrtc, stream, reps));
 
   for (const std::string &tn : tileNames)
-    for (const std::string &wn : warpList) {
+    for (const std::string &wn : warpList)
+    for (const std::string &mn : minCtasList) {
       const Target *tiles = findTarget(tn);
       if (!tiles) {
         std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
@@ -252,23 +296,29 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "--warps takes 4 or 8\n");
         return 2;
       }
-      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps);
-      const std::string label = tn + "/w" + std::to_string(k.cfg.threads / 32);
+      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, std::atoi(mn.c_str()));
+      if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
+        k.launchSmem = std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
+      const std::string label = tn + "/w" + std::to_string(k.cfg.threads / 32) + "m" +
+                                std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
       // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
       // splits.
       struct Case {
-        int B, H, ctx, splits;
-      } cases[] = {
-          {1, 8, 4096, 1}, {2, 16, 3000, 5}, {3, 64, 8192, 16}, {2, 20, 2048, 64}, {1, 8, 100, 3}};
+        int B, H, ctx, splits, cluster;
+      } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
+                   {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 16, 8192, 64, 1},
+                   {2, 12, 4096, 4, 2},  {32, 8, 8192, 8, 1}, {128, 8, 8192, 2, 1},
+                   {8, 64, 8192, 8, 1}};
       for (const Case &c : cases) {
-        Problem p{c.B, c.H, c.ctx, c.splits};
+        Problem p{c.B, c.H, c.ctx, c.splits, c.cluster};
         makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
         auto [eo, el] = check(drv, k, p, stream);
         bool ok = eo <= 1e-2 && el <= 1e-2;
         failed |= !ok;
         std::printf(
-            "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d  rel err out %.2e lse %.2e  %s\n",
-            label.c_str(), c.B, c.H, c.ctx, c.splits, eo, el, ok ? "ok" : "FAILED");
+            "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d cluster=%d  rel err out %.2e lse "
+            "%.2e  %s\n",
+            label.c_str(), c.B, c.H, c.ctx, c.splits, c.cluster, eo, el, ok ? "ok" : "FAILED");
         freeProblem(drv, p);
       }
       if (checkOnly)
@@ -276,8 +326,8 @@ int main(int argc, char **argv) {
 
       // Each shape at the launch geometry's split count (marked *), then at the other powers of two
       // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
-      std::printf("\n  %-11s %3s %4s %6s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits", "us",
-                  "GB/s", "% bw", "TFLOP/s");
+      std::printf("\n  %-15s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
+                  "cluster", "us", "GB/s", "% bw", "TFLOP/s");
       for (int H : {8, 16, 64})
         for (int B : {1, 8, 32, 128}) {
           if (!shapes.empty() &&
@@ -288,18 +338,31 @@ int main(int argc, char **argv) {
           const int chosen = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
           double kvBytes = double(B) * ctx * 1152;
           int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
-          std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen});
+          const int64_t groups = int64_t(B) * ((H + 15) / 16);
+          const int chosenCluster = glm5rt::launch::sparseMlaCluster(chosen, groups);
+          std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen, chosenCluster});
           for (int s = 0; s < sets; ++s)
             makeProblem(drv, ps[s], 1000 + s, false);
-          std::vector<int> cands = {forcedSplits > 0 ? forcedSplits : chosen};
-          for (int sp = 1; sweep && sp <= topk / k.cfg.tileN; sp *= 2)
-            if (forcedSplits == 0 && sp != chosen && double(B) * H * sp * 2048 * sets <= 1e9)
-              cands.push_back(sp);
+          std::vector<std::pair<int, int>> cands; // (splits, cluster)
+          if (forcedSplits > 0)
+            cands.push_back({forcedSplits, forcedCluster > 0
+                                               ? forcedCluster
+                                               : glm5rt::launch::sparseMlaCluster(forcedSplits, 1)});
+          else
+            cands.push_back({chosen, chosenCluster});
+          for (int sp = 1; forcedSplits == 0 && sweep && sp <= topk / k.cfg.tileN; sp *= 2) {
+            if (double(B) * H * sp * 2048 * sets > 1e9)
+              continue;
+            for (int cl : {glm5rt::launch::sparseMlaCluster(sp, 1), 1})
+              if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) == cands.end())
+                cands.push_back({sp, cl});
+          }
           double best = 1e30;
-          int bestSplits = chosen;
-          for (int splits : cands) {
+          std::pair<int, int> bestCand = cands[0];
+          for (auto [splits, cluster] : cands) {
             for (Problem &p : ps) {
               p.splits = splits;
+              p.cluster = cluster;
               allocPartials(drv, p);
             }
             auto [eo, el] = check(drv, k, ps[0], stream);
@@ -310,18 +373,21 @@ int main(int argc, char **argv) {
             double bytes =
                 double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
             double flops = 2.0 * B * H * topk * (576 + 512);
-            std::printf("  %-11s %3d %4d %5d%s %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H, B,
-                        splits, splits == chosen ? "*" : " ", us, bytes / us / 1e3,
+            const bool isChosen = splits == chosen && cluster == chosenCluster;
+            std::printf("  %-15s %3d %4d %5d%s %7d %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H,
+                        B, splits, isChosen ? "*" : " ", cluster, us, bytes / us / 1e3,
                         100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
                         ok ? "" : "  (check FAILED)");
+            if (!ok)
+              std::printf("    rel err out %.2e lse %.2e\n", eo, el);
             if (us < best) {
               best = us;
-              bestSplits = splits;
+              bestCand = {splits, cluster};
             }
           }
           if (cands.size() > 1)
-            std::printf("  %-11s %3d %4d best splits %d: %.1f us\n", label.c_str(), H, B,
-                        bestSplits, best);
+            std::printf("  %-15s %3d %4d best splits %d cluster %d: %.1f us\n", label.c_str(), H,
+                        B, bestCand.first, bestCand.second, best);
           for (Problem &p : ps)
             freeProblem(drv, p);
         }

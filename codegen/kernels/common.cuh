@@ -136,3 +136,43 @@ __device__ __forceinline__ void glm_cp_async_commit() { asm volatile("cp.async.c
 template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
+
+// Thread-block clusters (sm_90 and sm_120). A launch without a cluster attribute is a cluster
+// of one CTA: rank 0 of 1, and its own shared memory is the only one mapped.
+__device__ __forceinline__ unsigned glm_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned glm_cluster_size() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+// Every thread of every CTA of the cluster executes both halves. Writes to shared memory before
+// the arrive are visible to the cluster's reads after the wait.
+__device__ __forceinline__ void glm_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void glm_cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of the same shared-memory location in the CTA of cluster rank `rank`.
+__device__ __forceinline__ uint32_t glm_cluster_map(uint32_t smem_addr, unsigned rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float glm_ld_cluster_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 glm_ld_cluster_f32x4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}

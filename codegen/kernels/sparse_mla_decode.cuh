@@ -5,12 +5,16 @@
 // split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
 // STAGES-deep shared-memory ring; each row (latent 512 + rope 64, bf16) is read once and serves
 // both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
-// softmax in fp32 (log2 domain). With one split the CTA writes the bf16 latent output (the next
-// product's operand) and the fp32 log-sum-exp itself. With several, each writes its normalized
-// partial output and log-sum-exp, and the last CTA of its (request, head group) to finish -- an
-// atomic counter per group says which -- merges them: one launch, no separate combine kernel.
+// softmax in fp32 (log2 domain). The splits of one (request, head group) are merged in the
+// same launch, no separate combine kernel: the launch groups C consecutive splits into a
+// thread-block cluster (C = 1, 2, 4 or 8; splits a multiple of C), which merges its C partial
+// results through distributed shared memory, each CTA one 512 / C column chunk; with more than
+// one cluster per group, each chunk's last CTA to finish -- an atomic counter per (request,
+// head group, chunk) says which -- merges that chunk over the clusters' partials in global
+// memory. The merging CTA writes the bf16 latent output (the next product's operand) and the
+// fp32 log-sum-exp.
 // Invariant: every counter is 0 when a launch starts (zeroed once at allocation; the merging CTA
-// resets its group's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
+// resets its chunk's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
 //
 // Warp roles (GLM_WARPS warps; 8 give SM120, where one CTA fills an SM's shared memory, two
 // warps per scheduler): for S, the warps form GLM_S_GROUPS token groups x GLM_S_KSPLIT parts of
@@ -22,7 +26,8 @@
 //
 // Instantiation constants (defined before this file by the code generator):
 //   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
-//   GLM_STAGES (>= 2), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK.
+//   GLM_STAGES (>= 2), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK;
+//   optionally GLM_MIN_CTAS (tuning; see below).
 #pragma once
 #include "common.cuh"
 
@@ -61,10 +66,38 @@ static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
 #define GLM_SMEM_VALID (GLM_SMEM_SPART + (GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4)
 #define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_STAGES * GLM_TILE_N * 4)
 
+// The merge (after the tile loop) reuses the ring: the staged partial output (fp32, rows padded
+// by 8 floats against bank conflicts of the fragment stores), its log-sum-exp, and the merge
+// weights. Clusters have at most GLM_MAX_CLUSTER CTAs (the portable limit); a (request, head
+// group) has at most GLM_MAX_XSPLITS clusters (splits / cluster size; the launch code keeps to it).
+#define GLM_MAX_CLUSTER 8
+#define GLM_MAX_XSPLITS 64
+#define GLM_STAGE_ROW (GLM_D_LATENT + 8)
+#define GLM_MERGE_BYTES                                                                         \
+  ((GLM_HEADS * GLM_STAGE_ROW + GLM_HEADS * (2 + GLM_MAX_CLUSTER + GLM_MAX_XSPLITS)) * 4)
+static_assert(GLM_MERGE_BYTES <= GLM_STAGES * GLM_TILE_N * GLM_ROW * 2,
+              "the merge's staging fits in the ring");
+
+// CTAs per SM the registers must leave room for (__launch_bounds__): as many as the shared
+// memory per SM of the arch the code is compiled for holds -- 2 for SM120 tiles running as sm_90
+// code (228 KB per SM), 1 on SM120 itself (100 KB per SM), where registers are then free to hold
+// Q. The system reserves 1 KB per CTA.
+#ifndef GLM_MIN_CTAS
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
+#define GLM_SM_SHARED 233472
+#else
+#define GLM_SM_SHARED 102400
+#endif
+#define GLM_MIN_CTAS (2 * (GLM_SMEM_BYTES + 16 + 1024) <= GLM_SM_SHARED ? 2 : 1)
+#endif
+
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
+// How far (log2 units) a score may exceed the softmax's reference maximum before the tile
+// rescales: P <= 2^8.
+#define GLM_RESCALE_SLACK 8.0f
 
-extern "C" __global__ void __launch_bounds__(GLM_THREADS)
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     sparse_mla_decode(const glm_bf16 *__restrict__ q_lat,  // [B, H, GLM_D_LATENT]
                       const glm_bf16 *__restrict__ q_rope, // [B, H, GLM_D_ROPE]
                       const glm_bf16 *__restrict__ kv,     // [slots, GLM_D]: latent | rope key
@@ -135,14 +168,18 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     }
   };
 
+  // Pipeline: the prologue fills the whole ring (tiles 0 .. GLM_STAGES - 1, one commit group
+  // each; Q rides in tile 0's), so a split of up to GLM_STAGES tiles has all its rows in flight
+  // at once. Iteration i >= 1 refills the stage tile i - 1 used with tile i + GLM_STAGES - 1.
   int slots[GLM_ROWS_PER_THREAD];
-  for (int s = 0; s < GLM_STAGES - 1; ++s) {
+  for (int s = 0; s < GLM_STAGES; ++s) {
     fetch_slots(s, slots);
     if (s < num_tiles)
       load_tile(s, slots);
-    glm_cp_async_commit(); // the Q rows ride in the first group
+    glm_cp_async_commit();
   }
-  fetch_slots(GLM_STAGES - 1, slots);
+  fetch_slots(GLM_STAGES, slots); // for iteration 1
+
 
   float o[GLM_O_NTILES][4];
 #pragma unroll
@@ -150,16 +187,38 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   const int sg = warp % GLM_S_GROUPS, kpart = warp / GLM_S_GROUPS; // this warp's part of S
   const int tok0 = sg * GLM_S_TOKENS_PER_WARP, kbeg = kpart * GLM_S_K;
-  float m_run[2] = {GLM_MASKED, GLM_MASKED}; // rows g and g + 8, log2 domain
-  float l_run[2] = {0.f, 0.f};
+  // Softmax state, rows g and g + 8, log2 domain. m_ref is the reference maximum every warp
+  // agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds it by more than
+  // GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to fp32 sums); then
+  // the tile takes the slow path, which exchanges the row maxima and rescales O. l_part is this
+  // thread's share of the row sums (its tokens only), reduced over the CTA once at the end.
+  float m_ref[2] = {GLM_MASKED, GLM_MASKED};
+  float l_part[2] = {0.f, 0.f};
+
+  // This warp's Q fragments (A operands of S over its GLM_S_K columns), loaded once: Q rides in
+  // tile 0's commit group.
+  glm_cp_async_wait<GLM_STAGES - 1>();
+  __syncthreads();
+  uint32_t qa[GLM_S_K / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < GLM_S_K / 16; ++kk)
+    glm_ldmatrix_x4(qa[kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
+                                           (lane / 16) * 8));
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    glm_cp_async_wait<GLM_STAGES - 2>();
+    // Commit groups: the prologue's GLM_STAGES (tiles 0 .. GLM_STAGES - 1), then one per
+    // iteration i >= 1 (tile i + GLM_STAGES - 1, possibly empty), so tile t is group t. At
+    // iteration i >= 1, GLM_STAGES + i - 1 groups are committed: at most GLM_STAGES - 2 may be
+    // pending for group i to be done. Tile 0 was waited for above, with Q.
+    if (tile >= 1)
+      glm_cp_async_wait<GLM_STAGES - 2>();
     __syncthreads(); // tile landed; every warp is done with the stage refilled below
-    if (tile + GLM_STAGES - 1 < num_tiles)
-      load_tile(tile + GLM_STAGES - 1, slots);
-    glm_cp_async_commit();
-    fetch_slots(tile + GLM_STAGES, slots); // consumed next iteration
+    if (tile >= 1) {
+      if (tile + GLM_STAGES - 1 < num_tiles)
+        load_tile(tile + GLM_STAGES - 1, slots);
+      glm_cp_async_commit();
+      fetch_slots(tile + GLM_STAGES, slots); // consumed next iteration
+    }
 
     const int stage = tile % GLM_STAGES;
     const glm_bf16 *tkv = skv + stage * GLM_TILE_N * GLM_ROW;
@@ -174,19 +233,16 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] = s2[n][e] = 0.f;
-#pragma unroll 3
-    for (int k = kbeg; k < kbeg + GLM_S_K; k += 32) {
-      uint32_t a0[4], a1[4];
-      glm_ldmatrix_x4(a0, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + (lane / 16) * 8));
-      glm_ldmatrix_x4(a1, glm_smem_addr(sq + (lane % 16) * GLM_ROW + k + 16 + (lane / 16) * 8));
+#pragma unroll
+    for (int kk = 0; kk < GLM_S_K / 16; kk += 2) {
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
         // matrices: (tokens n8, k 0-7), (k 8-15), (k 16-23), (k 24-31): two k-steps at once.
         uint32_t bfrag[4];
-        glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + k +
-                                              (lane / 8) * 8));
-        glm_mma_bf16_16816(s[n], a0, bfrag[0], bfrag[1]);
-        glm_mma_bf16_16816(s2[n], a1, bfrag[2], bfrag[3]);
+        glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + kbeg +
+                                              16 * kk + (lane / 8) * 8));
+        glm_mma_bf16_16816(s[n], qa[kk], bfrag[0], bfrag[1]);
+        glm_mma_bf16_16816(s2[n], qa[kk + 1], bfrag[2], bfrag[3]);
       }
     }
 #pragma unroll
@@ -207,10 +263,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
     __syncthreads();
 #endif
 
-    // Scale, mask, and this warp's row maxima (rows g and g + 8 over its tokens); the first
-    // k-part's warps only, which own the full scores from here on.
+    // The first k-part's warps own the full scores from here on: scale, mask, then
+    // P = exp2(S - m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's
+    // row sums and whether a score passed m_ref + slack.
+    float tsum[2] = {0.f, 0.f}, mx[2] = {GLM_MASKED, GLM_MASKED};
+    int rescale = 0;
     if (kpart == 0) {
-      float mx[2] = {GLM_MASKED, GLM_MASKED};
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
@@ -222,71 +280,78 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
           s[n][e] = tvalid[tok] ? s[n][e] * scale_log2 : GLM_MASKED;
           mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
         }
+      rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
+      if (!rescale) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      }
-      if (t == 0) {
-        red_max[sg * GLM_HEADS + g] = mx[0];
-        red_max[sg * GLM_HEADS + g + 8] = mx[1];
-      }
-    }
-    __syncthreads();
-    float m_new[2], alpha[2];
+        for (int n = 0; n < GLM_S_NTILES; ++n) {
+          float p[4];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float tm = GLM_MASKED;
-#pragma unroll
-      for (int w = 0; w < GLM_S_GROUPS; ++w)
-        tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
-      m_new[r] = fmaxf(m_run[r], tm);
-      alpha[r] = glm_exp2(m_run[r] - m_new[r]); // 1 while both are still GLM_MASKED
-    }
-
-    // P = exp2(S - m_new) (0 for masked slots), as bf16 into shared memory; row partial sums.
-    if (kpart == 0) {
-      float sum[2] = {0.f, 0.f};
-#pragma unroll
-      for (int n = 0; n < GLM_S_NTILES; ++n) {
-        float p[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_new[e / 2]);
-          sum[e / 2] += p[e];
+          for (int e = 0; e < 4; ++e) {
+            p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
+            tsum[e / 2] += p[e];
+          }
+          int col = tok0 + n * 8 + 2 * t;
+          *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+          *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
+              glm_pack_bf16x2(p[2], p[3]);
         }
-        int col = tok0 + n * 8 + 2 * t;
-        *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-        *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
-            glm_pack_bf16x2(p[2], p[3]);
       }
+    }
+    // P is visible to every warp, and every warp learns whether any row needs a new reference.
+    if (__syncthreads_or(rescale)) {
+      // Slow path (the first tile with a valid slot, and rare jumps): the exact new row maxima
+      // across the warps, O and the sums rescaled, P recomputed against them.
+      if (kpart == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        }
+        if (t == 0) {
+          red_max[sg * GLM_HEADS + g] = mx[0];
+          red_max[sg * GLM_HEADS + g + 8] = mx[1];
+        }
+      }
+      __syncthreads();
+      float alpha[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
-        sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+        float tm = GLM_MASKED;
+#pragma unroll
+        for (int w = 0; w < GLM_S_GROUPS; ++w)
+          tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
+        const float m_new = fmaxf(m_ref[r], tm);
+        alpha[r] = glm_exp2(m_ref[r] - m_new); // 1 while both are still GLM_MASKED
+        m_ref[r] = m_new;
+        l_part[r] *= alpha[r];
       }
-      if (t == 0) {
-        red_sum[sg * GLM_HEADS + g] = sum[0];
-        red_sum[sg * GLM_HEADS + g + 8] = sum[1];
+#pragma unroll
+      for (int n = 0; n < GLM_O_NTILES; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
       }
-    }
-    __syncthreads();
+      if (kpart == 0) {
+        tsum[0] = tsum[1] = 0.f;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float ts = 0.f;
+        for (int n = 0; n < GLM_S_NTILES; ++n) {
+          float p[4];
 #pragma unroll
-      for (int w = 0; w < GLM_S_GROUPS; ++w)
-        ts += red_sum[w * GLM_HEADS + g + 8 * r];
-      l_run[r] = l_run[r] * alpha[r] + ts;
-      m_run[r] = m_new[r];
+          for (int e = 0; e < 4; ++e) {
+            p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
+            tsum[e / 2] += p[e];
+          }
+          int col = tok0 + n * 8 + 2 * t;
+          *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+          *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
+              glm_pack_bf16x2(p[2], p[3]);
+        }
+      }
+      __syncthreads(); // P visible; red_max free for the next slow path
     }
-#pragma unroll
-    for (int n = 0; n < GLM_O_NTILES; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
+    l_part[0] += tsum[0];
+    l_part[1] += tsum[1];
 
     // O += P V over this warp's GLM_O_COLS_PER_WARP latent columns; V is the tile's rows,
     // k = token.
@@ -307,95 +372,179 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS)
       }
     }
   }
-  glm_cp_async_wait<0>();
-
-  // Normalize; with one split this is the result, otherwise this split's partial result (rows g
-  // and g + 8 of the head group). An empty row (every slot masked) gets o = 0 and lse = -inf.
+  // The row sums: this thread's share -> its quad -> the first k-part's warps, through red_sum.
+  // Every warp then holds the CTA's l_run for rows g and g + 8.
+  float l_run[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    int h = head0 + g + 8 * r;
-    if (h >= num_heads)
-      continue;
-    const long long bh = static_cast<long long>(b) * num_heads + h;
-    const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
-    const float row_lse = l_run[r] > 0.f ? (m_run[r] + log2f(l_run[r])) * 0.6931471805599453f
-                                         : -__int_as_float(0x7f800000);
+    l_part[r] += __shfl_xor_sync(0xffffffffu, l_part[r], 1);
+    l_part[r] += __shfl_xor_sync(0xffffffffu, l_part[r], 2);
+  }
+  if (kpart == 0 && t == 0) {
+    red_sum[sg * GLM_HEADS + g] = l_part[0];
+    red_sum[sg * GLM_HEADS + g + 8] = l_part[1];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] = 0.f;
+#pragma unroll
+    for (int w = 0; w < GLM_S_GROUPS; ++w)
+      l_run[r] += red_sum[w * GLM_HEADS + g + 8 * r];
+  }
+  const float *m_run = m_ref;
+  glm_cp_async_wait<0>();
+  __syncthreads(); // every warp is done with the ring: the merge's staging reuses it
+
+  // ---- Merge of the splits. Stage 1, inside the cluster: each CTA stages its normalized
+  // partial output and log2-domain log-sum-exp in its own shared memory; after a cluster
+  // barrier, the CTA of cluster rank r merges columns [r W, (r + 1) W), W = 512 / C, of every
+  // head over the C CTAs' stages (distributed shared memory). With C == 1 this is the CTA's own
+  // result. Stage 2, across clusters (splits / C of them per (request, head group)): each CTA
+  // writes its merged chunk as a cluster partial and counts its arrival on the chunk's counter;
+  // the last CTA to arrive on chunk r merges the chunk over all clusters' partials. So every
+  // merge is spread over C CTAs and reads splits / C partials, not splits.
+  float *stage_o = reinterpret_cast<float *>(smem + GLM_SMEM_KV);
+  float *stage_lse = stage_o + GLM_HEADS * GLM_STAGE_ROW;
+  float *mwt = stage_lse + GLM_HEADS;            // [GLM_HEADS][GLM_MAX_CLUSTER] merge weights
+  float *mlse = mwt + GLM_HEADS * GLM_MAX_CLUSTER; // [GLM_HEADS] merged lse, log2 domain
+  float *xwt = mlse + GLM_HEADS;                 // [GLM_HEADS][GLM_MAX_XSPLITS] stage 2 weights
+  float *xlse = xwt + GLM_HEADS * GLM_MAX_XSPLITS; // [GLM_HEADS]
+  const float kNegInf = -__int_as_float(0x7f800000);
+  {
     const int col0 = warp * GLM_O_COLS_PER_WARP + 2 * t;
-    if (splits == 1) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
+      float *row = stage_o + (g + 8 * r) * GLM_STAGE_ROW + col0;
 #pragma unroll
       for (int n = 0; n < GLM_O_NTILES; ++n)
-        *reinterpret_cast<uint32_t *>(out + bh * GLM_D_LATENT + col0 + n * 8) =
-            glm_pack_bf16x2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        *reinterpret_cast<float2 *>(row + n * 8) =
+            make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      // An empty row (every slot masked) has lse -inf and weight 0.
       if (warp == 0 && t == 0)
-        lse[bh] = row_lse;
-      continue;
+        stage_lse[g + 8 * r] = l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf;
     }
-    const long long row = bh * splits + split;
-#pragma unroll
-    for (int n = 0; n < GLM_O_NTILES; ++n)
-      *reinterpret_cast<float2 *>(o_part + row * GLM_D_LATENT + col0 + n * 8) =
-          make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-    if (warp == 0 && t == 0)
-      lse_part[row] = row_lse;
   }
-  if (splits == 1)
+  const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
+  if (csize > 1) {
+    glm_cluster_arrive();
+    glm_cluster_wait();
+  } else {
+    __syncthreads();
+  }
+  const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
+  const int chunk = GLM_D_LATENT / csize, chunk4 = chunk / 4;
+  const int cbeg = crank * chunk;
+  if (tid < rows) {
+    const uint32_t own = glm_smem_addr(stage_lse + tid);
+    float mx = kNegInf;
+    for (unsigned p = 0; p < csize; ++p)
+      mx = fmaxf(mx, glm_ld_cluster_f32(glm_cluster_map(own, p)));
+    float sum = 0.f;
+    for (unsigned p = 0; p < csize; ++p) {
+      const float w = mx == kNegInf ? 0.f : glm_exp2(glm_ld_cluster_f32(glm_cluster_map(own, p)) - mx);
+      mwt[tid * GLM_MAX_CLUSTER + p] = w;
+      sum += w;
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (unsigned p = 0; p < csize; ++p)
+      mwt[tid * GLM_MAX_CLUSTER + p] *= inv;
+    mlse[tid] = sum > 0.f ? mx + log2f(sum) : kNegInf;
+  }
+  __syncthreads();
+  const int nclusters = splits / csize, cluster = split / csize;
+  // This CTA's merged chunk: to the output when one cluster covers the whole range, else to
+  // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C + r).
+  for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
+    const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
+    const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (unsigned p = 0; p < csize; ++p) {
+      const float w = mwt[row * GLM_MAX_CLUSTER + p];
+      const float4 v = glm_ld_cluster_f32x4(glm_cluster_map(src, p));
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+    }
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
+    if (nclusters == 1)
+      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
+          make_uint2(glm_pack_bf16x2(acc.x, acc.y), glm_pack_bf16x2(acc.z, acc.w));
+    else
+      __stcg(reinterpret_cast<float4 *>(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col),
+             acc);
+  }
+  if (tid < rows) {
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + tid;
+    if (nclusters == 1) {
+      if (crank == 0)
+        lse[bh] = mlse[tid] * 0.6931471805599453f; // natural log
+    } else {
+      __stcg(lse_part + (bh * nclusters + cluster) * csize + crank, mlse[tid]);
+    }
+  }
+  // No CTA leaves while a peer may still read its stage.
+  if (csize > 1) {
+    glm_cluster_arrive();
+    glm_cluster_wait();
+  }
+  if (nclusters == 1)
     return;
 
-  // The last CTA of the group to arrive merges the splits: lse = log sum_s exp(lse_s),
-  // o = sum_s exp(lse_s - lse) o_s. Partials are read through L2 (__ldcg): other CTAs wrote them.
+  // Stage 2: the last CTA to arrive on chunk crank merges it over the clusters' partials, read
+  // through L2 (__ldcg: other CTAs wrote them).
   __shared__ int is_last;
   __threadfence(); // this CTA's partials are visible before its arrival is counted
   __syncthreads();
   if (tid == 0) {
-    unsigned *counter = counters + static_cast<long long>(b) * (gridDim.x / splits) + head0 / GLM_HEADS;
-    is_last = atomicAdd(counter, 1u) == static_cast<unsigned>(splits - 1);
+    const int groups = gridDim.x / splits;
+    unsigned *counter =
+        counters + (static_cast<long long>(b) * groups + head0 / GLM_HEADS) * csize + crank;
+    is_last = atomicAdd(counter, 1u) == static_cast<unsigned>(nclusters - 1);
     if (is_last)
-      *counter = 0; // every CTA of the group has arrived: ready for the next launch
+      *counter = 0; // every CTA of the chunk has arrived: ready for the next launch
   }
   __syncthreads();
   if (!is_last)
     return;
   __threadfence();
-  // Warp w merges heads w, w + 4, ...; lane l owns the float4 columns l + 32 j (j < 4). Every
-  // split's loads are independent, so a lane has up to 4 splits x 4 float4 in flight.
-  static_assert(GLM_D_LATENT == 4 * 32 * 4, "the merge gives each lane 4 float4 columns");
-  for (int r = warp; r < GLM_HEADS && head0 + r < num_heads; r += GLM_WARPS) {
-    const long long bh = static_cast<long long>(b) * num_heads + head0 + r;
-    const float *lp = lse_part + bh * splits;
-    float mx = -__int_as_float(0x7f800000);
-    for (int sp = lane; sp < splits; sp += 32)
-      mx = fmaxf(mx, __ldcg(lp + sp));
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2)
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float4 acc[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    float wsum = 0.f;
-    if (mx != -__int_as_float(0x7f800000)) {
-#pragma unroll 4
-      for (int sp = 0; sp < splits; ++sp) {
-        const float w = __expf(__ldcg(lp + sp) - mx); // 0 for empty splits (lse -inf)
-        const float4 *src = reinterpret_cast<const float4 *>(o_part + (bh * splits + sp) * GLM_D_LATENT);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float4 v = __ldcg(src + lane + 32 * j);
-          acc[j].x += w * v.x;
-          acc[j].y += w * v.y;
-          acc[j].z += w * v.z;
-          acc[j].w += w * v.w;
-        }
-        wsum += w;
-      }
+  if (tid < rows) {
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + tid;
+    const float *lp = lse_part + bh * nclusters * csize + crank;
+    float mx = kNegInf;
+    for (int c = 0; c < nclusters; ++c)
+      mx = fmaxf(mx, __ldcg(lp + c * csize));
+    float sum = 0.f;
+    for (int c = 0; c < nclusters; ++c) {
+      const float w = mx == kNegInf ? 0.f : glm_exp2(__ldcg(lp + c * csize) - mx);
+      xwt[tid * GLM_MAX_XSPLITS + c] = w;
+      sum += w;
     }
-    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + 4 * (lane + 32 * j)) =
-          make_uint2(glm_pack_bf16x2(acc[j].x * inv, acc[j].y * inv),
-                     glm_pack_bf16x2(acc[j].z * inv, acc[j].w * inv));
-    if (lane == 0)
-      lse[bh] = wsum > 0.f ? mx + __logf(wsum) : mx;
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int c = 0; c < nclusters; ++c)
+      xwt[tid * GLM_MAX_XSPLITS + c] *= inv;
+    xlse[tid] = sum > 0.f ? mx + log2f(sum) : kNegInf;
   }
+  __syncthreads();
+  for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
+    const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
+    const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * nclusters * GLM_D_LATENT + col);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int c = 0; c < nclusters; ++c) {
+      const float w = xwt[row * GLM_MAX_XSPLITS + c];
+      const float4 v = __ldcg(src + c * (GLM_D_LATENT / 4));
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+    }
+    *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
+        make_uint2(glm_pack_bf16x2(acc.x, acc.y), glm_pack_bf16x2(acc.z, acc.w));
+  }
+  if (crank == 0 && tid < rows)
+    lse[static_cast<long long>(b) * num_heads + head0 + tid] = xlse[tid] * 0.6931471805599453f;
 }

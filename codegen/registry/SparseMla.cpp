@@ -8,6 +8,9 @@ namespace glm5c::codegen {
 using glm5rt::StatusCode;
 using glm5rt::makeStatus;
 
+// Shared memory the system reserves per resident CTA.
+constexpr int64_t kReservedPerCta = 1024;
+
 int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int stages, int warps) {
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
   const int64_t heads = 16, ntiles = tileN / 8;
@@ -41,6 +44,8 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
     cfg.stages = c[1];
     cfg.threads = 32 * kSparseMlaWarps;
     cfg.dynamicSmem = smem;
+    cfg.ctasPerSm = static_cast<int>(
+        std::clamp<int64_t>(tiles.sharedPerSM / (smem + kReservedPerCta), 1, 2));
     cfg.shape = shape;
     return cfg;
   }
@@ -54,6 +59,7 @@ glm5rt::launch::SparseMlaParams sparseMlaDecodeLaunchParams(const SparseMlaDecod
   p.dynamicSmem = cfg.dynamicSmem;
   p.headsPerCta = cfg.heads;
   p.tileN = cfg.tileN;
+  p.ctasPerSm = cfg.ctasPerSm;
   p.topk = cfg.shape.topk;
   p.latent = cfg.shape.latent;
   return p;
@@ -71,6 +77,8 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
   s += "#define GLM_TILE_N " + std::to_string(cfg.tileN) + "\n";
   s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
   s += "#define GLM_WARPS " + std::to_string(cfg.threads / 32) + "\n";
+  if (cfg.minCtas > 0)
+    s += "#define GLM_MIN_CTAS " + std::to_string(cfg.minCtas) + "\n";
   s += "#define GLM_D_LATENT " + std::to_string(cfg.shape.latent) + "\n";
   s += "#define GLM_D_ROPE " + std::to_string(cfg.shape.rope) + "\n";
   s += "#define GLM_TOPK " + std::to_string(cfg.shape.topk) + "\n";

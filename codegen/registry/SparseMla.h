@@ -33,6 +33,8 @@ struct SparseMlaDecodeConfig {
   int heads = 16;           // heads per CTA (the mma M)
   int tileN = 32;           // cache rows per pipeline stage
   int stages = 2;
+  int minCtas = 0;          // tuning only: forces GLM_MIN_CTAS (0: from the code arch)
+  int ctasPerSm = 1;        // resident CTAs per SM the tile target's shared memory allows (<= 2)
   int threads = 32 * kSparseMlaWarps;
   int64_t dynamicSmem = 0;  // bytes, must equal the kernel's GLM_SMEM_BYTES
   MlaShape shape;

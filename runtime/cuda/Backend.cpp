@@ -381,6 +381,13 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     return drv_->launch(f.f, gx, gy, gz, threads, 1, 1, smem, stream_, args.data(),
                         f.k->variant()->str());
   };
+  auto goClustered = [&](const Fn &f, unsigned gx, unsigned gy, unsigned clusterX, unsigned threads,
+                         unsigned smem, std::vector<void *> args) -> Status {
+    if (dry || gx == 0 || gy == 0)
+      return Status::ok();
+    return drv_->launchClustered(f.f, gx, gy, 1, threads, clusterX, smem, stream_, args.data(),
+                                 f.k->variant()->str());
+  };
   auto grow = [&](int64_t &need, int64_t bytes) { need = std::max(need, bytes); };
   const int64_t layer = s.layer();
   const uint64_t cacheBytes = dtypeBytes(plan_.kv()->dtype());
@@ -545,8 +552,9 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     DevicePtr op = mlaOPart_, lp = mlaLsePart_, ctr = mlaCounters_;
     int splits = g.splits, per = g.tokensPerSplit;
     float scaleLog2 = scale * 1.4426950408889634f;
-    return go(d, g.gridX, g.gridY, 1, g.threads, g.smem,
-              {&ql, &qr, &kvl, &idx, &op, &lp, &o, &lse, &ctr, &heads, &ns, &splits, &per, &scaleLog2});
+    return goClustered(d, g.gridX, g.gridY, g.cluster, g.threads, g.smem,
+                       {&ql, &qr, &kvl, &idx, &op, &lp, &o, &lse, &ctr, &heads, &ns, &splits, &per,
+                        &scaleLog2});
   }
   case pl::OpKind::MoERouter: {
     GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "moe_router"));

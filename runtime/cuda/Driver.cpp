@@ -28,6 +28,29 @@ struct Memcpy2D {
 };
 constexpr int kMemoryTypeDevice = 2;
 
+// cuda.h's CUlaunchAttribute (id, padding, a 64-byte value union), CUlaunchConfig and
+// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute layout");
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  Stream hStream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+constexpr int kLaunchAttrClusterDimension = 4;
+
 struct Driver::Api {
   CUresult (*cuInit)(unsigned);
   CUresult (*cuGetErrorName)(CUresult, const char **);
@@ -52,6 +75,7 @@ struct Driver::Api {
   CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, Stream, void **, void **);
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig *, Function, void **, void **);
   CUresult (*cuStreamCreate)(Stream *, unsigned);
   CUresult (*cuStreamSynchronize)(Stream);
   CUresult (*cuEventCreate)(Event *, unsigned);
@@ -129,6 +153,7 @@ Status Driver::init(int ordinal) {
       {reinterpret_cast<void **>(&api_->cuMemcpy2DAsync), "cuMemcpy2DAsync_v2"},
       {reinterpret_cast<void **>(&api_->cuMemGetInfo), "cuMemGetInfo_v2"},
       {reinterpret_cast<void **>(&api_->cuLaunchKernel), "cuLaunchKernel"},
+      {reinterpret_cast<void **>(&api_->cuLaunchKernelEx), "cuLaunchKernelEx"},
       {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
       {reinterpret_cast<void **>(&api_->cuStreamSynchronize), "cuStreamSynchronize"},
       {reinterpret_cast<void **>(&api_->cuEventCreate), "cuEventCreate"},
@@ -218,6 +243,25 @@ Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigne
                       const std::string &what) {
   return check(api_->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, nullptr),
                "cuLaunchKernel", what);
+}
+Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned clusterX, unsigned smem, Stream s, void **params,
+                               const std::string &what) {
+  if (clusterX <= 1)
+    return launch(f, gx, gy, gz, bx, 1, 1, smem, s, params, what);
+  if (gx % clusterX != 0)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: grid x %u is not a multiple of the cluster size %u", what.c_str(), gx,
+                      clusterX);
+  if (info_.major < 9)
+    return makeStatus(StatusCode::kFailedPrecondition,
+                      "%s: thread-block clusters need compute capability 9.0, the device has %d.%d",
+                      what.c_str(), info_.major, info_.minor);
+  LaunchAttribute attr{};
+  attr.id = kLaunchAttrClusterDimension;
+  attr.value.clusterDim = {clusterX, 1, 1};
+  LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, &attr, 1};
+  return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
 }
 // A blocking stream (flags 0): it stays ordered with the legacy default stream, where the
 // synchronous-API copies and memsets (cuMemcpyHtoD from pageable memory, cuMemsetD8) run, so a

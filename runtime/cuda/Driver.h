@@ -57,6 +57,11 @@ public:
   Status memInfo(size_t *freeBytes, size_t *totalBytes);
   Status launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned smem, Stream s, void **params, const std::string &what);
+  // A launch in thread-block clusters of `clusterX` CTAs along x (gx a multiple of it);
+  // clusterX == 1 is a plain launch. Needs compute capability 9.0 or newer for clusterX > 1.
+  Status launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned clusterX, unsigned smem, Stream s, void **params,
+                         const std::string &what);
   Status streamCreate(Stream *s);
   Status synchronize(Stream s);
   Status eventCreate(Event *e);

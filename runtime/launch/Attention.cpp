@@ -85,15 +85,35 @@ StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
 
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
   const int64_t groups = std::max<int64_t>(rows, 1) * ceilDiv(heads, p.headsPerCta);
-  // About two CTAs per SM, rounded down to a power of two, at most kMaxMergedSplits (the last CTA
-  // of a group merges them all) and at least one tile per split. Measured on the H200 by
-  // glm5c-bench-sparse-mla's split sweep (bench/RESULTS.md).
-  constexpr int64_t kMaxMergedSplits = 16;
+  const int64_t maxSplits =
+      std::max<int64_t>(1, std::min<int64_t>(kSparseMlaMaxSplits, p.topk / p.tileN));
+  // Measured on the H200 by glm5c-bench-sparse-mla's split sweep (bench/RESULTS.md).
+  // Small batches (clustered, see sparseMlaCluster): the top-k range spread over about half the
+  // SMs, splits as short as one tile -- the clusters merge through distributed shared memory,
+  // so short splits cost little; at least 8 splits (one full cluster).
+  // Otherwise: one wave of the CTAs the tile target holds per SM (two waves of a target that
+  // holds one per SM measured slower: 49.3 against 37.3 us at 8 heads x 32 rows), at most 16
+  // splits (their merge reads every partial).
   int64_t want = 1;
-  while (want * 2 <= ceilDiv(2 * int64_t(smCount), groups))
-    want *= 2;
-  const int64_t maxSplits = std::max<int64_t>(1, std::min(kMaxMergedSplits, p.topk / p.tileN));
+  if (groups <= kSparseMlaClusterGroups) {
+    while (want * 2 <= std::max<int64_t>(smCount / 2 / groups, 1))
+      want *= 2;
+    want = std::max<int64_t>(want, kSparseMlaMaxCluster);
+  } else {
+    while (want * 2 <= ceilDiv(int64_t(std::max(p.ctasPerSm, 1)) * smCount, groups))
+      want *= 2;
+    want = std::min<int64_t>(want, 16);
+  }
   return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
+}
+
+int sparseMlaCluster(int splits, int64_t groups) {
+  if (groups > kSparseMlaClusterGroups)
+    return 1;
+  int c = 1;
+  while (c * 2 <= kSparseMlaMaxCluster && splits % (c * 2) == 0)
+    c *= 2;
+  return c;
 }
 
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
@@ -106,12 +126,16 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
     return g;
   }
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
+  const int64_t groups = ceilDiv(heads, p.headsPerCta);
+  g.cluster = static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups));
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
-  g.gridX = static_cast<unsigned>(ceilDiv(heads, p.headsPerCta) * g.splits);
-  g.countersBytes = rows * ceilDiv(heads, p.headsPerCta) * 4;
-  g.oPartBytes = rows * heads * g.splits * p.latent * 4;
-  g.lsePartBytes = rows * heads * g.splits * 4;
+  g.gridX = static_cast<unsigned>(groups * g.splits);
+  g.countersBytes = rows * groups * g.cluster * 4;
+  // Partials only when more than one cluster covers a (row, group).
+  const int64_t clusters = g.splits / g.cluster;
+  g.oPartBytes = clusters > 1 ? rows * heads * clusters * p.latent * 4 : 0;
+  g.lsePartBytes = clusters > 1 ? rows * heads * g.splits * 4 : 0;
   return g;
 }
 
@@ -121,6 +145,7 @@ ParamList sparseMlaParamList(const SparseMlaParams &p) {
   return {{"f32", 0},
           {"heads_per_cta", p.headsPerCta},
           {"tile_n", p.tileN},
+          {"ctas_per_sm", p.ctasPerSm},
           {"topk", p.topk},
           {"latent", p.latent}};
 }
@@ -136,8 +161,10 @@ StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &k) {
   if (!p.f32) {
     GLM5_ASSIGN_OR_RETURN(int64_t h, kernelParam(k, "heads_per_cta", 1, 64));
     GLM5_ASSIGN_OR_RETURN(int64_t t, kernelParam(k, "tile_n", 1, 1024));
+    GLM5_ASSIGN_OR_RETURN(int64_t c, kernelParam(k, "ctas_per_sm", 1, 64));
     p.headsPerCta = static_cast<int>(h);
     p.tileN = static_cast<int>(t);
+    p.ctasPerSm = static_cast<int>(c);
   }
   return p;
 }

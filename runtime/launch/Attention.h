@@ -67,20 +67,31 @@ struct SparseMlaParams {
   bool f32 = false;       // [f32] the fp32 validation kernel: one CTA per (head, row), no split
   int headsPerCta = 16;   // [heads_per_cta] bf16 kernel: the mma M
   int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
+  int ctasPerSm = 1;      // [ctas_per_sm] bf16 kernel: resident CTAs per SM on the tile target
   int64_t topk = 0;       // [topk] selected positions per row
   int64_t latent = 512;   // [latent]
 };
 
-// bf16: one launch, grid (groups * splits, rows), groups = ceil(heads / headsPerCta); the last
-// CTA of each (row, group) merges the splits (sparse_mla_decode.cuh). Splits: see sparseMlaSplits.
-// f32: grid (heads, rows), no splits.
+// bf16: one launch, grid (groups * splits, rows), groups = ceil(heads / headsPerCta), in
+// thread-block clusters of `cluster` consecutive splits along x; the splits merge in the
+// same launch (sparse_mla_decode.cuh). Splits: see sparseMlaSplits.
+// f32: grid (heads, rows), no splits, no clusters.
 struct SparseMlaGrid {
   unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
+  unsigned cluster = 1; // CTAs per cluster along x: 1, 2, 4 or 8, dividing splits
   int splits = 1, tokensPerSplit = 0;
-  int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the splits
-  int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group), zeroed once
+  int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the clusters
+  int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group, chunk), zeroed once
 };
+// The kernel's bounds (sparse_mla_decode.cuh GLM_MAX_CLUSTER, GLM_MAX_XSPLITS).
+constexpr int kSparseMlaMaxCluster = 8;
+constexpr int kSparseMlaMaxSplits = 64;
+// Clusters are used while (rows x head groups) is at most this: small batches.
+constexpr int64_t kSparseMlaClusterGroups = 8;
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
+// CTAs per cluster: 1 beyond kSparseMlaClusterGroups (rows x head groups), else the largest
+// power of two <= kSparseMlaMaxCluster that divides `splits`.
+int sparseMlaCluster(int splits, int64_t groups);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 ParamList sparseMlaParamList(const SparseMlaParams &p);
 StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &kernel);

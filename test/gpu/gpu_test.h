@@ -94,6 +94,14 @@ public:
     void *params[] = {static_cast<void *>(args)...};
     check(drv->launch(f, gx, gy, gz, threads, 1, 1, smem, stream, params, "test launch"));
   }
+  // The same in thread-block clusters of clusterX CTAs along x.
+  template <typename... Args>
+  void launchClustered(cu::Function f, unsigned gx, unsigned gy, unsigned clusterX,
+                       unsigned threads, unsigned smem, Args *...args) {
+    void *params[] = {static_cast<void *>(args)...};
+    check(drv->launchClustered(f, gx, gy, 1, threads, clusterX, smem, stream, params,
+                               "test launch"));
+  }
   void freeAll();
   // Exits the test binary on a driver error (a broken context makes later results meaningless).
   static void check(const glm5rt::Status &s);

@@ -1,6 +1,8 @@
 // sparse_mla_decode (with its in-kernel merge of the splits) against runtime/host sparseMla: index
 // lists with -1 and out-of-range holes, head counts that do not fill a 16-head group, 1 to 64
-// splits; every case launched twice, the second reusing the merge counters the first left zeroed.
+// splits in clusters of 1 to 8 (one cluster covering all splits, several clusters, and 64 splits
+// without clusters); every case launched twice, the second reusing the merge counters the first
+// left zeroed.
 #include "codegen/registry/SparseMla.h"
 #include "runtime/host/ops.h"
 #include "test/gpu/gpu_test.h"
@@ -27,11 +29,14 @@ GPU_TEST(sparse_mla_decode) {
   GPU_TRY(decode, ctx.function(mod, "sparse_mla_decode", static_cast<int>(cfg.dynamicSmem)));
   const int D = 576, L = 512, R = 64, topk = 2048;
   struct Case {
-    int B, H, ctx, splits;
-  } cases[] = {{1, 8, 4096, 1}, {2, 16, 3000, 5}, {3, 64, 8192, 16}, {2, 20, 2048, 64},
-               {1, 8, 100, 3}};
+    int B, H, ctx, splits, cluster;
+  } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
+               {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 8, 8192, 8, 8},
+               {2, 12, 4096, 4, 2},  {1, 16, 8192, 64, 1}, {1, 8, 300, 64, 4},
+               // Several waves of CTAs under full load: a tile read before it landed shows.
+               {32, 8, 8192, 8, 1},  {16, 16, 8192, 8, 8}};
   for (const Case &c : cases) {
-    Rng rng(c.B * 131 + c.H * 7 + c.splits);
+    Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
     std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
     std::vector<float> kv = fromBf16(toBf16(rng.vec(size_t(c.B) * c.ctx * D)));
     std::vector<int32_t> idx(size_t(c.B) * topk, -1);
@@ -53,7 +58,8 @@ GPU_TEST(sparse_mla_decode) {
     cu::DevicePtr lpart = ctx.alloc(size_t(c.B) * c.H * splits * 4);
     cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 2), lse = ctx.alloc(size_t(c.B) * c.H * 4);
     const int groups = (c.H + 15) / 16;
-    cu::DevicePtr counters = ctx.upload(std::vector<uint32_t>(size_t(c.B) * groups, 0));
+    const size_t numCounters = size_t(c.B) * groups * c.cluster;
+    cu::DevicePtr counters = ctx.upload(std::vector<uint32_t>(numCounters, 0));
     int heads = c.H;
     for (int rep = 0; rep < 2; ++rep) {
       if (rep == 1) { // poison again (NaN): the second launch must write everything anew
@@ -61,11 +67,12 @@ GPU_TEST(sparse_mla_decode) {
         Context::check(ctx.drv->memsetD8(out, 0xff, size_t(c.B) * c.H * L * 2));
         Context::check(ctx.drv->memsetD8(lse, 0xff, size_t(c.B) * c.H * 4));
       }
-      ctx.launch(decode, groups * splits, c.B, 1, cfg.threads, static_cast<unsigned>(cfg.dynamicSmem),
-                 &dq, &dqr, &dkv, &didx, &opart, &lpart, &out, &lse, &counters, &heads, &slots,
-                 &splits, &perSplit, &scaleLog2);
+      ctx.launchClustered(decode, groups * splits, c.B, c.cluster, cfg.threads,
+                          static_cast<unsigned>(cfg.dynamicSmem), &dq, &dqr, &dkv, &didx, &opart,
+                          &lpart, &out, &lse, &counters, &heads, &slots, &splits, &perSplit,
+                          &scaleLog2);
     }
-    for (uint32_t v : ctx.download<uint32_t>(counters, size_t(c.B) * groups))
+    for (uint32_t v : ctx.download<uint32_t>(counters, numCounters))
       if (v != 0) {
         report.fail("sparse_mla merge counters", "a counter is " + std::to_string(v) +
                                                      " after the launch, not 0");
@@ -90,7 +97,8 @@ GPU_TEST(sparse_mla_decode) {
                               refO.data() + size_t(b) * c.H * L, refL.data() + size_t(b) * c.H);
     }
     std::string what = "B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) +
-                       " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits);
+                       " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits) +
+                       " cluster=" + std::to_string(c.cluster);
     report.expectRelErr("sparse_mla out " + what, relErr(gotO, refO), 1e-2);
     report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
   }

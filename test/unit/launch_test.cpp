@@ -313,12 +313,13 @@ TEST(Launch, TopKChoosesRowOrSegments) {
   EXPECT_EQ(g.workspaceBytes, 2056 * 4 + 65536 * 8);
 }
 
-TEST(Launch, SparseMlaSplitsForTwoWaves) {
+TEST(Launch, SparseMlaSplitsAndClusters) {
   SparseMlaParams p;
   p.threads = 128;
   p.dynamicSmem = 171520;
   p.headsPerCta = 16;
   p.tileN = 64;
+  p.ctasPerSm = 1;
   p.topk = 2048;
   p.latent = 512;
   FakeKernel k(sparseMlaParamList(p));
@@ -327,29 +328,49 @@ TEST(Launch, SparseMlaSplitsForTwoWaves) {
   EXPECT_FALSE(back->f32);
   EXPECT_EQ(back->headsPerCta, 16);
   EXPECT_EQ(back->tileN, 64);
+  EXPECT_EQ(back->ctasPerSm, 1);
   EXPECT_EQ(back->topk, 2048);
-  // One request, 64 heads: 4 groups want 66 splits -> 64 (a power of two), capped at 16 merged.
+  // One request, 64 heads: 4 groups, a small batch -> clusters of 8; splits for about half the
+  // SMs: 132 / 2 / 4 = 16.5 -> 16 splits of 128 positions, two clusters per group.
   SparseMlaGrid g = sparseMlaGrid(p, 132, 1, 64);
   EXPECT_EQ(g.splits, 16);
+  EXPECT_EQ(g.cluster, 8u);
   EXPECT_EQ(g.tokensPerSplit, 128);
   EXPECT_EQ(g.gridX, 64u);
   EXPECT_EQ(g.gridY, 1u);
-  EXPECT_EQ(g.countersBytes, 4 * 4); // one counter per head group
-  EXPECT_EQ(g.oPartBytes, 64 * 16 * 512 * 4);
+  EXPECT_EQ(g.countersBytes, 4 * 8 * 4); // a counter per (head group, chunk)
+  EXPECT_EQ(g.oPartBytes, 64 * 2 * 512 * 4); // one partial per cluster
   EXPECT_EQ(g.lsePartBytes, 64 * 16 * 4);
-  // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles).
+  // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles), no clusters.
   g = sparseMlaGrid(p, 132, 128, 8);
   EXPECT_EQ(g.splits, 2);
+  EXPECT_EQ(g.cluster, 1u);
   EXPECT_EQ(g.tokensPerSplit, 1024);
   EXPECT_EQ(g.gridX, 2u);
-  // 64 tiles of 32 and a small grid: still at most 16 splits; many groups: 1.
-  SparseMlaParams p32 = p;
-  p32.tileN = 32;
-  EXPECT_EQ(sparseMlaSplits(p32, 132, 1, 8), 16);
-  EXPECT_EQ(sparseMlaSplits(p32, 132, 32, 8), 8);
-  EXPECT_EQ(sparseMlaSplits(p32, 132, 128, 64), 1);
   EXPECT_EQ(g.gridY, 128u);
   EXPECT_EQ(g.countersBytes, 128 * 4);
+  EXPECT_EQ(g.oPartBytes, 128 * 8 * 2 * 512 * 4);
+  // 64 tiles of 32: one request spreads over 64 one-tile splits (8 clusters of 8); 32 requests
+  // take unclustered splits for one wave; many groups: 1.
+  SparseMlaParams p32 = p;
+  p32.tileN = 32;
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 1, 8), 64);
+  EXPECT_EQ(sparseMlaSplits(p32, 188, 1, 8), 64);
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 8, 8), 8);
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 32, 8), 4); // one wave of one CTA per SM
+  SparseMlaParams two = p32;
+  two.ctasPerSm = 2;
+  EXPECT_EQ(sparseMlaSplits(two, 132, 32, 8), 8); // one wave of two CTAs per SM
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 128, 64), 1);
+  EXPECT_EQ(sparseMlaCluster(64, 1), 8);
+  EXPECT_EQ(sparseMlaCluster(12, 8), 4);
+  EXPECT_EQ(sparseMlaCluster(8, 32), 1);
+  // One cluster covers the whole range: no partials in global memory.
+  g = sparseMlaGrid(p32, 132, 8, 8);
+  EXPECT_EQ(g.splits, 8);
+  EXPECT_EQ(g.cluster, 8u);
+  EXPECT_EQ(g.oPartBytes, 0);
+  EXPECT_EQ(g.lsePartBytes, 0);
   // The fp32 kernel: one CTA per (head, row), no splits.
   SparseMlaParams f;
   f.f32 = true;
