@@ -296,9 +296,15 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "--warps takes 4 or 8\n");
         return 2;
       }
-      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, std::atoi(mn.c_str()));
+      // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
+      const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str()) : sm120Occupancy ? 1 : 0;
+      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas);
       if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
         k.launchSmem = std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
+      int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
+      CHECK_OK(drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
+      k.cfg.ctasPerSm = std::max(ctas, 1);
+      std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
       const std::string label = tn + "/w" + std::to_string(k.cfg.threads / 32) + "m" +
                                 std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
       // Correctness: holes in the index lists, head counts that do not fill a group, 1..many

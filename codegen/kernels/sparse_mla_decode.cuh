@@ -90,6 +90,7 @@ static_assert(GLM_MERGE_BYTES <= GLM_STAGES * GLM_TILE_N * GLM_ROW * 2,
 #endif
 #define GLM_MIN_CTAS (2 * (GLM_SMEM_BYTES + 16 + 1024) <= GLM_SM_SHARED ? 2 : 1)
 #endif
+#define GLM_Q_IN_REGISTERS (GLM_MIN_CTAS == 1)
 
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
@@ -195,15 +196,20 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float m_ref[2] = {GLM_MASKED, GLM_MASKED};
   float l_part[2] = {0.f, 0.f};
 
-  // This warp's Q fragments (A operands of S over its GLM_S_K columns), loaded once: Q rides in
-  // tile 0's commit group.
+  // Q rides in tile 0's commit group. With registers to spare (one CTA per SM), each warp holds
+  // its Q fragments (A operands of S over its GLM_S_K columns) from here on; with two CTAs per
+  // SM (128 registers) it re-reads them from shared memory for every tile.
   glm_cp_async_wait<GLM_STAGES - 1>();
   __syncthreads();
+  auto q_frag = [&](int kk, uint32_t(&a)[4]) {
+    glm_ldmatrix_x4(a, glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk + (lane / 16) * 8));
+  };
+#if GLM_Q_IN_REGISTERS
   uint32_t qa[GLM_S_K / 16][4];
 #pragma unroll
   for (int kk = 0; kk < GLM_S_K / 16; ++kk)
-    glm_ldmatrix_x4(qa[kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
-                                           (lane / 16) * 8));
+    q_frag(kk, qa[kk]);
+#endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     // Commit groups: the prologue's GLM_STAGES (tiles 0 .. GLM_STAGES - 1), then one per
@@ -233,16 +239,28 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] = s2[n][e] = 0.f;
+#if GLM_Q_IN_REGISTERS
 #pragma unroll
+#else
+#pragma unroll 3
+#endif
     for (int kk = 0; kk < GLM_S_K / 16; kk += 2) {
+#if GLM_Q_IN_REGISTERS
+      const uint32_t(&a0)[4] = qa[kk];
+      const uint32_t(&a1)[4] = qa[kk + 1];
+#else
+      uint32_t a0[4], a1[4];
+      q_frag(kk, a0);
+      q_frag(kk + 1, a1);
+#endif
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
         // matrices: (tokens n8, k 0-7), (k 8-15), (k 16-23), (k 24-31): two k-steps at once.
         uint32_t bfrag[4];
         glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + kbeg +
                                               16 * kk + (lane / 8) * 8));
-        glm_mma_bf16_16816(s[n], qa[kk], bfrag[0], bfrag[1]);
-        glm_mma_bf16_16816(s2[n], qa[kk + 1], bfrag[2], bfrag[3]);
+        glm_mma_bf16_16816(s[n], a0, bfrag[0], bfrag[1]);
+        glm_mma_bf16_16816(s2[n], a1, bfrag[2], bfrag[3]);
       }
     }
 #pragma unroll
@@ -436,38 +454,43 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
   const int chunk = GLM_D_LATENT / csize, chunk4 = chunk / 4;
   const int cbeg = crank * chunk;
-  if (tid < rows) {
-    const uint32_t own = glm_smem_addr(stage_lse + tid);
-    float mx = kNegInf;
-    for (unsigned p = 0; p < csize; ++p)
-      mx = fmaxf(mx, glm_ld_cluster_f32(glm_cluster_map(own, p)));
-    float sum = 0.f;
-    for (unsigned p = 0; p < csize; ++p) {
-      const float w = mx == kNegInf ? 0.f : glm_exp2(glm_ld_cluster_f32(glm_cluster_map(own, p)) - mx);
-      mwt[tid * GLM_MAX_CLUSTER + p] = w;
-      sum += w;
-    }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (unsigned p = 0; p < csize; ++p)
-      mwt[tid * GLM_MAX_CLUSTER + p] *= inv;
-    mlse[tid] = sum > 0.f ? mx + log2f(sum) : kNegInf;
+  // Merge weights of the cluster's CTAs, one warp per row: lane p reads peer p's lse (one
+  // distributed-shared-memory round trip), then max and sum over the warp.
+  for (int row = warp; row < rows; row += GLM_WARPS) {
+    const float lp = lane < static_cast<int>(csize)
+                         ? glm_ld_cluster_f32(glm_cluster_map(glm_smem_addr(stage_lse + row), lane))
+                         : kNegInf;
+    const float mx = glm_warp_max(lp);
+    const float w = mx == kNegInf || lp == kNegInf ? 0.f : glm_exp2(lp - mx);
+    const float sum = glm_warp_sum(w);
+    if (lane < static_cast<int>(csize))
+      mwt[row * GLM_MAX_CLUSTER + lane] = sum > 0.f ? w / sum : 0.f;
+    if (lane == 0)
+      mlse[row] = sum > 0.f ? mx + log2f(sum) : kNegInf;
   }
   __syncthreads();
   const int nclusters = splits / csize, cluster = split / csize;
   // This CTA's merged chunk: to the output when one cluster covers the whole range, else to
   // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C + r).
+  // The peers' loads are unrolled to the largest cluster so they are all in flight at once.
   for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
+    float4 v[GLM_MAX_CLUSTER];
+#pragma unroll
+    for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
+      if (p < static_cast<int>(csize))
+        v[p] = glm_ld_cluster_f32x4(glm_cluster_map(src, p));
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (unsigned p = 0; p < csize; ++p) {
-      const float w = mwt[row * GLM_MAX_CLUSTER + p];
-      const float4 v = glm_ld_cluster_f32x4(glm_cluster_map(src, p));
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
-    }
+#pragma unroll
+    for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
+      if (p < static_cast<int>(csize)) {
+        const float w = mwt[row * GLM_MAX_CLUSTER + p];
+        acc.x += w * v[p].x;
+        acc.y += w * v[p].y;
+        acc.z += w * v[p].z;
+        acc.w += w * v[p].w;
+      }
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     if (nclusters == 1)
       *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
@@ -494,38 +517,44 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     return;
 
   // Stage 2: the last CTA to arrive on chunk crank merges it over the clusters' partials, read
-  // through L2 (__ldcg: other CTAs wrote them).
+  // through L2 (__ldcg: other CTAs wrote them). One thread fences on each side: the barrier
+  // orders the CTA's partial stores before thread 0's gpu-scope fence and arrival, and thread
+  // 0's fence after it sees the count orders the reads after the barrier that follows.
   __shared__ int is_last;
-  __threadfence(); // this CTA's partials are visible before its arrival is counted
   __syncthreads();
   if (tid == 0) {
     const int groups = gridDim.x / splits;
     unsigned *counter =
         counters + (static_cast<long long>(b) * groups + head0 / GLM_HEADS) * csize + crank;
-    is_last = atomicAdd(counter, 1u) == static_cast<unsigned>(nclusters - 1);
-    if (is_last)
+    __threadfence(); // the CTA's partials are visible before its arrival is counted
+    const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(nclusters - 1);
+    if (last) {
       *counter = 0; // every CTA of the chunk has arrived: ready for the next launch
+      __threadfence();
+    }
+    is_last = last;
   }
   __syncthreads();
   if (!is_last)
     return;
-  __threadfence();
-  if (tid < rows) {
-    const long long bh = static_cast<long long>(b) * num_heads + head0 + tid;
+  // Weights of the clusters' partials, one warp per row: lane l reads clusters l and l + 32.
+  static_assert(GLM_MAX_XSPLITS <= 64, "two clusters per lane");
+  for (int row = warp; row < rows; row += GLM_WARPS) {
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     const float *lp = lse_part + bh * nclusters * csize + crank;
-    float mx = kNegInf;
-    for (int c = 0; c < nclusters; ++c)
-      mx = fmaxf(mx, __ldcg(lp + c * csize));
-    float sum = 0.f;
-    for (int c = 0; c < nclusters; ++c) {
-      const float w = mx == kNegInf ? 0.f : glm_exp2(__ldcg(lp + c * csize) - mx);
-      xwt[tid * GLM_MAX_XSPLITS + c] = w;
-      sum += w;
-    }
+    const float l0 = lane < nclusters ? __ldcg(lp + lane * csize) : kNegInf;
+    const float l1 = lane + 32 < nclusters ? __ldcg(lp + (lane + 32) * csize) : kNegInf;
+    const float mx = glm_warp_max(fmaxf(l0, l1));
+    const float w0 = mx == kNegInf || l0 == kNegInf ? 0.f : glm_exp2(l0 - mx);
+    const float w1 = mx == kNegInf || l1 == kNegInf ? 0.f : glm_exp2(l1 - mx);
+    const float sum = glm_warp_sum(w0 + w1);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int c = 0; c < nclusters; ++c)
-      xwt[tid * GLM_MAX_XSPLITS + c] *= inv;
-    xlse[tid] = sum > 0.f ? mx + log2f(sum) : kNegInf;
+    if (lane < nclusters)
+      xwt[row * GLM_MAX_XSPLITS + lane] = w0 * inv;
+    if (lane + 32 < nclusters)
+      xwt[row * GLM_MAX_XSPLITS + lane + 32] = w1 * inv;
+    if (lane == 0)
+      xlse[row] = sum > 0.f ? mx + log2f(sum) : kNegInf;
   }
   __syncthreads();
   for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
@@ -533,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * nclusters * GLM_D_LATENT + col);
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
+#pragma unroll 8
     for (int c = 0; c < nclusters; ++c) {
       const float w = xwt[row * GLM_MAX_XSPLITS + c];
       const float4 v = __ldcg(src + c * (GLM_D_LATENT / 4));

@@ -535,6 +535,16 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     GLM5_ASSIGN_OR_RETURN(launch::SparseMlaParams mp,
                           launch::sparseMlaParamsOf(*plan_.kernels()->Get(s.kernel())));
     const int64_t H = buf(in(0)).shape()->Get(0);
+    if (!mp.f32) { // the split count wants the CTAs per SM of this device and this code
+      GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
+      auto it = ctasPerSm_.find(d.f);
+      if (it == ctasPerSm_.end()) {
+        int ctas = 1;
+        GLM5_RETURN_IF_ERROR(drv_->occupancy(d.f, mp.threads, static_cast<size_t>(mp.dynamicSmem), &ctas));
+        it = ctasPerSm_.emplace(d.f, std::max(ctas, 1)).first;
+      }
+      mp.ctasPerSm = it->second;
+    }
     launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
     DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));
     DevicePtr kvl = kv_ + static_cast<uint64_t>(layer * slots_ * (geometry_.latent + geometry_.rope)) * cacheBytes;

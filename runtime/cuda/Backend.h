@@ -86,6 +86,7 @@ private:
     Function f = nullptr;
     const glm5::plan::Kernel *k = nullptr;
   };
+  std::map<Function, int> ctasPerSm_; // occupancy of the kernels whose launch geometry wants it
 
   Status alloc(DevicePtr *p, uint64_t bytes, const std::string &what);
   Status loadKernels();

@@ -76,6 +76,7 @@ struct Driver::Api {
   CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, Stream, void **, void **);
   CUresult (*cuLaunchKernelEx)(const LaunchConfig *, Function, void **, void **);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, Function, int, size_t);
   CUresult (*cuStreamCreate)(Stream *, unsigned);
   CUresult (*cuStreamSynchronize)(Stream);
   CUresult (*cuEventCreate)(Event *, unsigned);
@@ -154,6 +155,8 @@ Status Driver::init(int ordinal) {
       {reinterpret_cast<void **>(&api_->cuMemGetInfo), "cuMemGetInfo_v2"},
       {reinterpret_cast<void **>(&api_->cuLaunchKernel), "cuLaunchKernel"},
       {reinterpret_cast<void **>(&api_->cuLaunchKernelEx), "cuLaunchKernelEx"},
+      {reinterpret_cast<void **>(&api_->cuOccupancyMaxActiveBlocksPerMultiprocessor),
+       "cuOccupancyMaxActiveBlocksPerMultiprocessor"},
       {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
       {reinterpret_cast<void **>(&api_->cuStreamSynchronize), "cuStreamSynchronize"},
       {reinterpret_cast<void **>(&api_->cuEventCreate), "cuEventCreate"},
@@ -262,6 +265,10 @@ Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz
   attr.value.clusterDim = {clusterX, 1, 1};
   LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, &attr, 1};
   return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
+}
+Status Driver::occupancy(Function f, int threads, size_t smem, int *ctasPerSm) {
+  return check(api_->cuOccupancyMaxActiveBlocksPerMultiprocessor(ctasPerSm, f, threads, smem),
+               "cuOccupancyMaxActiveBlocksPerMultiprocessor", "");
 }
 // A blocking stream (flags 0): it stays ordered with the legacy default stream, where the
 // synchronous-API copies and memsets (cuMemcpyHtoD from pageable memory, cuMemsetD8) run, so a

@@ -62,6 +62,9 @@ public:
   Status launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned clusterX, unsigned smem, Stream s, void **params,
                          const std::string &what);
+  // CTAs of f (with `threads` threads and `smem` bytes of dynamic shared memory) one SM holds at
+  // once: its registers and shared memory against the device's.
+  Status occupancy(Function f, int threads, size_t smem, int *ctasPerSm);
   Status streamCreate(Stream *s);
   Status synchronize(Stream s);
   Status eventCreate(Event *e);

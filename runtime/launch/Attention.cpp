@@ -91,9 +91,9 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
   // Small batches (clustered, see sparseMlaCluster): the top-k range spread over about half the
   // SMs, splits as short as one tile -- the clusters merge through distributed shared memory,
   // so short splits cost little; at least 8 splits (one full cluster).
-  // Otherwise: one wave of the CTAs the tile target holds per SM (two waves of a target that
-  // holds one per SM measured slower: 49.3 against 37.3 us at 8 heads x 32 rows), at most 16
-  // splits (their merge reads every partial).
+  // Otherwise: one wave of the CTAs an SM holds (p.ctasPerSm; two waves of a device that holds
+  // one per SM measured slower: 49.3 against 37.3 us at 8 heads x 32 rows), at most 16 splits
+  // (their merge reads every partial).
   int64_t want = 1;
   if (groups <= kSparseMlaClusterGroups) {
     while (want * 2 <= std::max<int64_t>(smCount / 2 / groups, 1))
@@ -145,7 +145,6 @@ ParamList sparseMlaParamList(const SparseMlaParams &p) {
   return {{"f32", 0},
           {"heads_per_cta", p.headsPerCta},
           {"tile_n", p.tileN},
-          {"ctas_per_sm", p.ctasPerSm},
           {"topk", p.topk},
           {"latent", p.latent}};
 }
@@ -161,10 +160,8 @@ StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &k) {
   if (!p.f32) {
     GLM5_ASSIGN_OR_RETURN(int64_t h, kernelParam(k, "heads_per_cta", 1, 64));
     GLM5_ASSIGN_OR_RETURN(int64_t t, kernelParam(k, "tile_n", 1, 1024));
-    GLM5_ASSIGN_OR_RETURN(int64_t c, kernelParam(k, "ctas_per_sm", 1, 64));
     p.headsPerCta = static_cast<int>(h);
     p.tileN = static_cast<int>(t);
-    p.ctasPerSm = static_cast<int>(c);
   }
   return p;
 }

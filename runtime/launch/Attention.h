@@ -67,7 +67,8 @@ struct SparseMlaParams {
   bool f32 = false;       // [f32] the fp32 validation kernel: one CTA per (head, row), no split
   int headsPerCta = 16;   // [heads_per_cta] bf16 kernel: the mma M
   int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
-  int ctasPerSm = 1;      // [ctas_per_sm] bf16 kernel: resident CTAs per SM on the tile target
+  int ctasPerSm = 1;      // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
+                          // asks the device (registers and shared memory of the code it runs)
   int64_t topk = 0;       // [topk] selected positions per row
   int64_t latent = 512;   // [latent]
 };

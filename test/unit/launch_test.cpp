@@ -328,7 +328,6 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_FALSE(back->f32);
   EXPECT_EQ(back->headsPerCta, 16);
   EXPECT_EQ(back->tileN, 64);
-  EXPECT_EQ(back->ctasPerSm, 1);
   EXPECT_EQ(back->topk, 2048);
   // One request, 64 heads: 4 groups, a small batch -> clusters of 8; splits for about half the
   // SMs: 132 / 2 / 4 = 16.5 -> 16 splits of 128 positions, two clusters per group.
