@@ -75,11 +75,12 @@ INPUTS = {
     # kernel (norm, rope, slice, add, SwiGLU, routing) inside a graph.
     "tiny_graph_tok_s": 2126.0,
     "tiny_launches_per_token": 170,
-    # Sparse MLA decode (our kernel, sm_120a tiles, second version), H = 8 and H = 64, top-k
-    # 2048, context 8192, bf16 cache, graph replay of decode + combine: (batch, us). RESULTS.md.
+    # Sparse MLA decode (our kernel, sm_120a tiles at SM120's occupancy: one CTA per SM, Q in
+    # registers -- `glm5c-bench-sparse-mla --sm120-occupancy`), H = 8 and H = 64, top-k 2048,
+    # context 8192, bf16 cache, graph replay: (batch, us). RESULTS.md "cluster merge".
     "mla_bench_context": 8192,
-    "mla_h8_us": [(1, 13.8), (8, 16.9), (32, 33.7), (128, 94.6)],
-    "mla_h64_us": [(1, 18.2), (8, 33.0), (32, 95.9), (128, 341.0)],
+    "mla_h8_us": [(1, 9.4), (8, 17.3), (32, 38.8), (128, 114.0)],
+    "mla_h64_us": [(1, 14.6), (8, 38.6), (32, 109.5), (128, 342.5)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys: (batch, context, us). RESULTS.md.
     "indexer_us": [(1, 8192, 15.9), (1, 131072, 36.5), (8, 32768, 47.6), (8, 131072, 113.1),
                    (32, 8192, 36.2), (32, 32768, 113.1), (32, 131072, 372.6)],
