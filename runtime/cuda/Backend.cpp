@@ -535,15 +535,29 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     GLM5_ASSIGN_OR_RETURN(launch::SparseMlaParams mp,
                           launch::sparseMlaParamsOf(*plan_.kernels()->Get(s.kernel())));
     const int64_t H = buf(in(0)).shape()->Get(0);
-    if (!mp.f32) { // the split count wants the CTAs per SM of this device and this code
+    if (!mp.f32) {
+      // The split count wants the CTAs per SM of this device and this code, and the cluster
+      // size one the device can place (halved until it can: a GPU partition with few SMs per
+      // GPC may not hold 8 of these CTAs at once). Asked once per kernel.
       GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
-      auto it = ctasPerSm_.find(d.f);
-      if (it == ctasPerSm_.end()) {
-        int ctas = 1;
-        GLM5_RETURN_IF_ERROR(drv_->occupancy(d.f, mp.threads, static_cast<size_t>(mp.dynamicSmem), &ctas));
-        it = ctasPerSm_.emplace(d.f, std::max(ctas, 1)).first;
+      auto it = mlaOccupancy_.find(d.f);
+      if (it == mlaOccupancy_.end()) {
+        const size_t smem = static_cast<size_t>(mp.dynamicSmem);
+        int ctas = 1, cluster = launch::kSparseMlaMaxCluster;
+        GLM5_RETURN_IF_ERROR(drv_->occupancy(d.f, mp.threads, smem, &ctas));
+        for (; cluster > 1; cluster /= 2) {
+          int n = 0;
+          // A failed query counts as "cannot place": unclustered launches are always valid.
+          if (drv_->clusterOccupancy(d.f, static_cast<unsigned>(cluster), mp.threads, smem,
+                                     static_cast<unsigned>(cluster), &n)
+                  .isOk() &&
+              n > 0)
+            break;
+        }
+        it = mlaOccupancy_.emplace(d.f, std::make_pair(std::max(ctas, 1), cluster)).first;
       }
-      mp.ctasPerSm = it->second;
+      mp.ctasPerSm = it->second.first;
+      mp.maxCluster = it->second.second;
     }
     launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
     DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));

@@ -86,7 +86,8 @@ private:
     Function f = nullptr;
     const glm5::plan::Kernel *k = nullptr;
   };
-  std::map<Function, int> ctasPerSm_; // occupancy of the kernels whose launch geometry wants it
+  // Sparse MLA's occupancy on this device per kernel: CTAs per SM, largest placeable cluster.
+  std::map<Function, std::pair<int, int>> mlaOccupancy_;
 
   Status alloc(DevicePtr *p, uint64_t bytes, const std::string &what);
   Status loadKernels();

@@ -77,6 +77,7 @@ struct Driver::Api {
                              unsigned, Stream, void **, void **);
   CUresult (*cuLaunchKernelEx)(const LaunchConfig *, Function, void **, void **);
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, Function, int, size_t);
+  CUresult (*cuOccupancyMaxActiveClusters)(int *, Function, const LaunchConfig *);
   CUresult (*cuStreamCreate)(Stream *, unsigned);
   CUresult (*cuStreamSynchronize)(Stream);
   CUresult (*cuEventCreate)(Event *, unsigned);
@@ -157,6 +158,8 @@ Status Driver::init(int ordinal) {
       {reinterpret_cast<void **>(&api_->cuLaunchKernelEx), "cuLaunchKernelEx"},
       {reinterpret_cast<void **>(&api_->cuOccupancyMaxActiveBlocksPerMultiprocessor),
        "cuOccupancyMaxActiveBlocksPerMultiprocessor"},
+      {reinterpret_cast<void **>(&api_->cuOccupancyMaxActiveClusters),
+       "cuOccupancyMaxActiveClusters"},
       {reinterpret_cast<void **>(&api_->cuStreamCreate), "cuStreamCreate"},
       {reinterpret_cast<void **>(&api_->cuStreamSynchronize), "cuStreamSynchronize"},
       {reinterpret_cast<void **>(&api_->cuEventCreate), "cuEventCreate"},
@@ -269,6 +272,16 @@ Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz
 Status Driver::occupancy(Function f, int threads, size_t smem, int *ctasPerSm) {
   return check(api_->cuOccupancyMaxActiveBlocksPerMultiprocessor(ctasPerSm, f, threads, smem),
                "cuOccupancyMaxActiveBlocksPerMultiprocessor", "");
+}
+Status Driver::clusterOccupancy(Function f, unsigned gx, int threads, size_t smem,
+                                unsigned clusterX, int *clusters) {
+  LaunchAttribute attr{};
+  attr.id = kLaunchAttrClusterDimension;
+  attr.value.clusterDim = {clusterX, 1, 1};
+  LaunchConfig cfg{gx, 1, 1, static_cast<unsigned>(threads), 1, 1, static_cast<unsigned>(smem),
+                   nullptr, &attr, 1};
+  return check(api_->cuOccupancyMaxActiveClusters(clusters, f, &cfg),
+               "cuOccupancyMaxActiveClusters", "");
 }
 // A blocking stream (flags 0): it stays ordered with the legacy default stream, where the
 // synchronous-API copies and memsets (cuMemcpyHtoD from pageable memory, cuMemsetD8) run, so a

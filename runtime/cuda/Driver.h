@@ -65,6 +65,10 @@ public:
   // CTAs of f (with `threads` threads and `smem` bytes of dynamic shared memory) one SM holds at
   // once: its registers and shared memory against the device's.
   Status occupancy(Function f, int threads, size_t smem, int *ctasPerSm);
+  // Clusters of `clusterX` CTAs of f the device can hold at once (0: such a cluster cannot be
+  // placed, e.g. not enough SMs with that much free shared memory in one GPC).
+  Status clusterOccupancy(Function f, unsigned gx, int threads, size_t smem, unsigned clusterX,
+                          int *clusters);
   Status streamCreate(Stream *s);
   Status synchronize(Stream s);
   Status eventCreate(Event *e);

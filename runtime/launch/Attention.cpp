@@ -107,11 +107,11 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
   return static_cast<int>(std::clamp<int64_t>(want, 1, maxSplits));
 }
 
-int sparseMlaCluster(int splits, int64_t groups) {
+int sparseMlaCluster(int splits, int64_t groups, int maxCluster) {
   if (groups > kSparseMlaClusterGroups)
     return 1;
   int c = 1;
-  while (c * 2 <= kSparseMlaMaxCluster && splits % (c * 2) == 0)
+  while (c * 2 <= std::min(maxCluster, kSparseMlaMaxCluster) && splits % (c * 2) == 0)
     c *= 2;
   return c;
 }
@@ -127,7 +127,7 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   }
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
   const int64_t groups = ceilDiv(heads, p.headsPerCta);
-  g.cluster = static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups));
+  g.cluster = static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups, p.maxCluster));
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
   g.gridX = static_cast<unsigned>(groups * g.splits);

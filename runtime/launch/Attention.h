@@ -69,6 +69,7 @@ struct SparseMlaParams {
   int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
   int ctasPerSm = 1;      // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
                           // asks the device (registers and shared memory of the code it runs)
+  int maxCluster = 8;     // bf16 kernel: the largest cluster the device can place (runtime too)
   int64_t topk = 0;       // [topk] selected positions per row
   int64_t latent = 512;   // [latent]
 };
@@ -91,8 +92,8 @@ constexpr int kSparseMlaMaxSplits = 64;
 constexpr int64_t kSparseMlaClusterGroups = 8;
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 // CTAs per cluster: 1 beyond kSparseMlaClusterGroups (rows x head groups), else the largest
-// power of two <= kSparseMlaMaxCluster that divides `splits`.
-int sparseMlaCluster(int splits, int64_t groups);
+// power of two <= min(maxCluster, kSparseMlaMaxCluster) that divides `splits`.
+int sparseMlaCluster(int splits, int64_t groups, int maxCluster = kSparseMlaMaxCluster);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 ParamList sparseMlaParamList(const SparseMlaParams &p);
 StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &kernel);

@@ -364,6 +364,16 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(sparseMlaCluster(64, 1), 8);
   EXPECT_EQ(sparseMlaCluster(12, 8), 4);
   EXPECT_EQ(sparseMlaCluster(8, 32), 1);
+  // A device that cannot place clusters of 8 (the runtime asks): the largest it can.
+  EXPECT_EQ(sparseMlaCluster(64, 1, 4), 4);
+  EXPECT_EQ(sparseMlaCluster(64, 1, 1), 1);
+  SparseMlaParams small = p32;
+  small.maxCluster = 2;
+  g = sparseMlaGrid(small, 132, 1, 8);
+  EXPECT_EQ(g.splits, 64);
+  EXPECT_EQ(g.cluster, 2u);
+  EXPECT_EQ(g.oPartBytes, 8 * 32 * 512 * 4); // 32 clusters' partials per head
+  EXPECT_EQ(g.countersBytes, 2 * 4);
   // One cluster covers the whole range: no partials in global memory.
   g = sparseMlaGrid(p32, 132, 8, 8);
   EXPECT_EQ(g.splits, 8);
