@@ -71,6 +71,24 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.source = sparseMlaDecodeSource(*cfg);
   c.entries = {"sparse_mla_decode"};
   c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
+  // The split geometry this choice gives on the tile target, per batch (the runtime redoes it
+  // with the device's SM count and occupancy).
+  const int64_t heads = dim(q, "heads", 0);
+  if (heads > 0) {
+    std::string note = "splits of the top-k range at " + std::to_string(heads) + " heads on " +
+                       std::to_string(tiles.smCount) + " SMs (" +
+                       std::to_string(cfg->ctasPerSm) +
+                       (cfg->ctasPerSm == 1 ? " CTA per SM):" : " CTAs per SM):");
+    for (int64_t batch : {1, 8, 32, 128}) {
+      const int splits = sparseMlaDecodeSplits(*cfg, tiles, batch, heads);
+      const int cluster = glm5rt::launch::sparseMlaCluster(
+          splits, batch * ((heads + cfg->heads - 1) / cfg->heads));
+      note += " B=" + std::to_string(batch) + " " + std::to_string(splits) +
+              (cluster > 1 ? " (clusters of " + std::to_string(cluster) + ")" : "") +
+              (batch == 128 ? "" : ",");
+    }
+    c.notes.push_back(note);
+  }
   // Larger variants the target could not hold are still worth listing in explain output.
   for (const auto &cand : kSparseMlaTiles) {
     int64_t smem = sparseMlaDecodeSmem(shape, cand[0], cand[1], kSparseMlaWarps);

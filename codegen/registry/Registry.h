@@ -53,6 +53,8 @@ struct KernelChoice {
   // slice, the MoE router and expert phases, norms and cache append so far; rope and pointwise
   // need none).
   std::vector<std::pair<std::string, int64_t>> params;
+  // Lines `glm5c explain` prints under the choice (e.g. the launch geometry it implies).
+  std::vector<std::string> notes;
 };
 
 // Every op kind the registry knows, with whether a family implements it yet.

@@ -174,6 +174,8 @@ Status explainModel(MLIRContext &context, const std::string &path, const std::st
       }
       for (const Rejection &r : c.rejected)
         os << "      rejected " << r.candidate << ": " << r.reason << "\n";
+      for (const std::string &n : c.notes)
+        os << "      " << n << "\n";
     });
   }
   return Status::ok();
