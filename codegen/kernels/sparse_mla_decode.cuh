@@ -21,8 +21,9 @@
 // the 576 columns -- warp w owns tokens [tok0, tok0 + GLM_S_TOKENS_PER_WARP) of the tile over
 // columns [kbeg, kbeg + GLM_S_K); with two k-parts the second part's warps hand their partial
 // scores to the first through shared memory, and the first does the softmax. For P V, warp w
-// owns output columns [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row statistics
-// cross warps through shared memory.
+// owns output columns [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row maxima cross
+// warps (through shared memory) only when a tile moves the softmax's reference maximum; row
+// sums stay per thread until one reduction after the last tile.
 //
 // Instantiation constants (defined before this file by the code generator):
 //   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
