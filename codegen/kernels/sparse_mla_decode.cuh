@@ -287,6 +287,22 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // row sums and whether a score passed m_ref + slack.
     float tsum[2] = {0.f, 0.f}, mx[2] = {GLM_MASKED, GLM_MASKED};
     int rescale = 0;
+    // P = exp2(S - m_ref) of this warp's tokens as bf16 into shared memory, its row sums into
+    // tsum (first k-part's warps, which hold the full scores).
+    auto write_p = [&]() {
+#pragma unroll
+      for (int n = 0; n < GLM_S_NTILES; ++n) {
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
+          tsum[e / 2] += p[e];
+        }
+        int col = tok0 + n * 8 + 2 * t;
+        *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+        *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) = glm_pack_bf16x2(p[2], p[3]);
+      }
+    };
     if (kpart == 0) {
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n)
@@ -300,21 +316,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
           mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
         }
       rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
-      if (!rescale) {
-#pragma unroll
-        for (int n = 0; n < GLM_S_NTILES; ++n) {
-          float p[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
-            tsum[e / 2] += p[e];
-          }
-          int col = tok0 + n * 8 + 2 * t;
-          *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-          *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
-              glm_pack_bf16x2(p[2], p[3]);
-        }
-      }
+      if (!rescale)
+        write_p();
     }
     // P is visible to every warp, and every warp learns whether any row needs a new reference.
     if (__syncthreads_or(rescale)) {
@@ -353,19 +356,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
       if (kpart == 0) {
         tsum[0] = tsum[1] = 0.f;
-#pragma unroll
-        for (int n = 0; n < GLM_S_NTILES; ++n) {
-          float p[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
-            tsum[e / 2] += p[e];
-          }
-          int col = tok0 + n * 8 + 2 * t;
-          *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-          *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) =
-              glm_pack_bf16x2(p[2], p[3]);
-        }
+        write_p();
       }
       __syncthreads(); // P visible; red_max free for the next slow path
     }
