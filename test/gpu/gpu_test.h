@@ -62,6 +62,7 @@ public:
   const codegen::Target &tiles; // the tile configuration under test
   std::string codeArch;         // the NVRTC arch the kernels are compiled for
   bool compileOnly;
+  std::string dumpPtxDir; // --dump-ptx: every instantiation's PTX, numbered in build order
   cu::Driver *drv;              // null in compile-only mode
   cu::Stream stream = nullptr;
 
@@ -108,6 +109,7 @@ public:
 
 private:
   const codegen::NvrtcCompiler &nvrtc_;
+  int dumped_ = 0; // instantiations dumped so far (--dump-ptx)
   std::vector<cu::DevicePtr> buffers_;
 };
 

@@ -1,5 +1,9 @@
 // Runner of the GPU kernel tests (see gpu_test.h).
 // usage: glm5c-gpu-tests [--compile-only] [--tiles sm_120a,sm_90] [--filter SUBSTRING]
+//                        [--dump-ptx DIR]
+// --dump-ptx writes each instantiation's PTX to DIR/<tiles>-<NNNN>-<name>.ptx (NNNN: build
+// order). Two dumps of a kernel refactor compared with test/gpu/ptx_diff.py show whether the
+// refactor changed any generated code -- a check that needs no GPU.
 #include "test/gpu/gpu_test.h"
 
 #include <algorithm>
@@ -113,6 +117,18 @@ glm5rt::StatusOr<cu::Module> Context::build(const std::string &name, const std::
   }
   std::printf("  [%s for %s%s]\n%s", name.c_str(), codeArch.c_str(),
               compiled->fromCache ? ", cached" : "", res.c_str());
+  if (!dumpPtxDir.empty()) {
+    char prefix[32];
+    std::snprintf(prefix, sizeof prefix, "%04d-", dumped_++);
+    const std::string path =
+        dumpPtxDir + "/" + tiles.name + "-" + prefix + name + "-" + codeArch + ".ptx";
+    if (FILE *f = std::fopen(path.c_str(), "w")) {
+      std::fwrite(compiled->ptx.data(), 1, compiled->ptx.size(), f);
+      std::fclose(f);
+    } else {
+      return glm5rt::makeStatus(glm5rt::StatusCode::kNotFound, "cannot write %s", path.c_str());
+    }
+  }
   if (compileOnly)
     return static_cast<cu::Module>(nullptr);
   cu::Module m;
@@ -150,7 +166,7 @@ using namespace glm5c::gputest;
 
 int main(int argc, char **argv) {
   bool compileOnly = false;
-  std::string filter;
+  std::string filter, dumpPtx;
   std::vector<std::string> tileNames;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -158,6 +174,8 @@ int main(int argc, char **argv) {
       compileOnly = true;
     else if (a == "--filter" && i + 1 < argc)
       filter = argv[++i];
+    else if (a == "--dump-ptx" && i + 1 < argc)
+      dumpPtx = argv[++i];
     else if (a == "--tiles" && i + 1 < argc) {
       std::string list = argv[++i];
       size_t p = 0;
@@ -169,7 +187,9 @@ int main(int argc, char **argv) {
         p = c + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--compile-only] [--tiles T,...] [--filter SUBSTRING]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--compile-only] [--tiles T,...] [--filter SUBSTRING] "
+                   "[--dump-ptx DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -207,6 +227,7 @@ int main(int argc, char **argv) {
   Reporter report;
   for (auto &[tiles, arch] : configs) {
     Context ctx(*tiles, arch, compileOnly, drv, nvrtc);
+    ctx.dumpPtxDir = dumpPtx;
     if (drv)
       Context::check(drv->streamCreate(&ctx.stream));
     for (const RegisteredTest &t : registry()) {
