@@ -327,17 +327,12 @@ __device__ __forceinline__ void glm_mx_mma(const glm_act *xr0, const glm_act *xr
 // Weight tile row n (0..127) is gate row f (n / 8 even) or up row f (odd), with
 // f = f0 + 8 (n / 16) + n % 8: ni = 2 p is gate and ni = 2 p + 1 up of the same
 // f = f0 + 8 (2 wn + p) + 2 t + (c % 2). CTA (x, y): f0 = 64 x, tile y.
-extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
-    moe_expert_gate_up(const glm_act *__restrict__ x,       // [T, H]
-                       const glm_u8 *__restrict__ w_gate,   // {H, F, E}
-                       const glm_u8 *__restrict__ w_up,     // {H, F, E}
-                       const int32_t *__restrict__ offsets, // [E + 1]
-                       const int32_t *__restrict__ pair_of, // [T * k]
-                       glm_act *__restrict__ h) {           // [T * k, F], by position
-  extern __shared__ __align__(16) unsigned char smem[];
-  int e, q0, q1;
-  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
-    return;
+__device__ __forceinline__ void glm_mx_gate_up_tile(const glm_act *__restrict__ x,
+                                                    const glm_u8 *__restrict__ w_gate,
+                                                    const glm_u8 *__restrict__ w_up,
+                                                    const int32_t *__restrict__ pair_of,
+                                                    glm_act *__restrict__ h, int e, int q0, int q1,
+                                                    unsigned char *smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int f0 = blockIdx.x * GLM_MX_OUT_ROWS;
   const glm_act *xr[2];
@@ -370,16 +365,11 @@ extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
 #else
 // Weight tile row n is down row n0 + n of expert e (output column n0 + n); CTA (x, y):
 // n0 = 128 x, tile y.
-extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
-    moe_expert_down(const glm_act *__restrict__ h,       // [T * k, F], by position
-                    const glm_u8 *__restrict__ w_down,   // {F, H, E}
-                    const int32_t *__restrict__ offsets, // [E + 1]
-                    const int32_t *__restrict__ pair_of, // [T * k]
-                    float *__restrict__ out) {           // [T * k, H], by pair
-  extern __shared__ __align__(16) unsigned char smem[];
-  int e, q0, q1;
-  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
-    return;
+__device__ __forceinline__ void glm_mx_down_tile(const glm_act *__restrict__ h,
+                                                 const glm_u8 *__restrict__ w_down,
+                                                 const int32_t *__restrict__ pair_of,
+                                                 float *__restrict__ out, int e, int q0, int q1,
+                                                 unsigned char *smem) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int n0 = blockIdx.x * GLM_MX_OUT_ROWS;
   const glm_act *xr[2];
@@ -485,17 +475,12 @@ __device__ __forceinline__ void glm_mx_simt(const glm_act *xr, const glm_u8 *wro
 // Weight tile row n (0..63) is gate row f (n % 4 < 2) or up row f (n % 4 >= 2), with
 // f = f0 + 2 (n / 4) + n % 2: thread tx holds gate (j = c) and up (j = 2 + c) of
 // f = f0 + 2 tx + c. CTA (x, y): f0 = 32 x, tile y.
-extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
-    moe_expert_gate_up(const glm_act *__restrict__ x,       // [T, H]
-                       const glm_u8 *__restrict__ w_gate,   // {H, F, E}
-                       const glm_u8 *__restrict__ w_up,     // {H, F, E}
-                       const int32_t *__restrict__ offsets, // [E + 1]
-                       const int32_t *__restrict__ pair_of, // [T * k]
-                       glm_act *__restrict__ h) {           // [T * k, F], by position
-  extern __shared__ __align__(16) unsigned char smem[];
-  int e, q0, q1;
-  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
-    return;
+__device__ __forceinline__ void glm_mx_gate_up_tile(const glm_act *__restrict__ x,
+                                                    const glm_u8 *__restrict__ w_gate,
+                                                    const glm_u8 *__restrict__ w_up,
+                                                    const int32_t *__restrict__ pair_of,
+                                                    glm_act *__restrict__ h, int e, int q0, int q1,
+                                                    unsigned char *smem) {
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
   const int f0 = blockIdx.x * GLM_MX_OUT_ROWS;
   const int qx = q0 + tid % GLM_MX_BM;
@@ -519,16 +504,11 @@ extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
 }
 #else
 // Weight tile row n is down row n0 + n of expert e; CTA (x, y): n0 = 64 x, tile y.
-extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
-    moe_expert_down(const glm_act *__restrict__ h,       // [T * k, F], by position
-                    const glm_u8 *__restrict__ w_down,   // {F, H, E}
-                    const int32_t *__restrict__ offsets, // [E + 1]
-                    const int32_t *__restrict__ pair_of, // [T * k]
-                    float *__restrict__ out) {           // [T * k, H], by pair
-  extern __shared__ __align__(16) unsigned char smem[];
-  int e, q0, q1;
-  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
-    return;
+__device__ __forceinline__ void glm_mx_down_tile(const glm_act *__restrict__ h,
+                                                 const glm_u8 *__restrict__ w_down,
+                                                 const int32_t *__restrict__ pair_of,
+                                                 float *__restrict__ out, int e, int q0, int q1,
+                                                 unsigned char *smem) {
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
   const int n0 = blockIdx.x * GLM_MX_OUT_ROWS;
   const int qx = q0 + tid % GLM_MX_BM;
@@ -555,6 +535,36 @@ extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
 }
 #endif
 #endif // GLM_ACT_F32
+
+// The entry points: the CTA's (expert, tile of pairs), then the variant's tile product above.
+#if GLM_MOE_KIND == 1
+extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
+    moe_expert_gate_up(const glm_act *__restrict__ x,       // [T, H]
+                       const glm_u8 *__restrict__ w_gate,   // {H, F, E}
+                       const glm_u8 *__restrict__ w_up,     // {H, F, E}
+                       const int32_t *__restrict__ offsets, // [E + 1]
+                       const int32_t *__restrict__ pair_of, // [T * k]
+                       glm_act *__restrict__ h) {           // [T * k, F], by position
+  extern __shared__ __align__(16) unsigned char smem[];
+  int e, q0, q1;
+  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
+    return;
+  glm_mx_gate_up_tile(x, w_gate, w_up, pair_of, h, e, q0, q1, smem);
+}
+#else
+extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
+    moe_expert_down(const glm_act *__restrict__ h,       // [T * k, F], by position
+                    const glm_u8 *__restrict__ w_down,   // {F, H, E}
+                    const int32_t *__restrict__ offsets, // [E + 1]
+                    const int32_t *__restrict__ pair_of, // [T * k]
+                    float *__restrict__ out) {           // [T * k, H], by pair
+  extern __shared__ __align__(16) unsigned char smem[];
+  int e, q0, q1;
+  if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
+    return;
+  glm_mx_down_tile(h, w_down, pair_of, out, e, q0, q1, smem);
+}
+#endif
 
 #else
 #error "unknown GLM_MOE_KIND"
