@@ -51,6 +51,14 @@ struct LaunchConfig {
 };
 constexpr int kLaunchAttrClusterDimension = 4;
 
+// The launch attribute of a 1-D cluster of `clusterX` CTAs.
+static LaunchAttribute clusterAttribute(unsigned clusterX) {
+  LaunchAttribute attr{};
+  attr.id = kLaunchAttrClusterDimension;
+  attr.value.clusterDim = {clusterX, 1, 1};
+  return attr;
+}
+
 struct Driver::Api {
   CUresult (*cuInit)(unsigned);
   CUresult (*cuGetErrorName)(CUresult, const char **);
@@ -263,9 +271,7 @@ Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz
     return makeStatus(StatusCode::kFailedPrecondition,
                       "%s: thread-block clusters need compute capability 9.0, the device has %d.%d",
                       what.c_str(), info_.major, info_.minor);
-  LaunchAttribute attr{};
-  attr.id = kLaunchAttrClusterDimension;
-  attr.value.clusterDim = {clusterX, 1, 1};
+  LaunchAttribute attr = clusterAttribute(clusterX);
   LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, &attr, 1};
   return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
 }
@@ -275,9 +281,7 @@ Status Driver::occupancy(Function f, int threads, size_t smem, int *ctasPerSm) {
 }
 Status Driver::clusterOccupancy(Function f, unsigned gx, int threads, size_t smem,
                                 unsigned clusterX, int *clusters) {
-  LaunchAttribute attr{};
-  attr.id = kLaunchAttrClusterDimension;
-  attr.value.clusterDim = {clusterX, 1, 1};
+  LaunchAttribute attr = clusterAttribute(clusterX);
   LaunchConfig cfg{gx, 1, 1, static_cast<unsigned>(threads), 1, 1, static_cast<unsigned>(smem),
                    nullptr, &attr, 1};
   return check(api_->cuOccupancyMaxActiveClusters(clusters, f, &cfg),
