@@ -6,7 +6,7 @@
 //
 // usage: glm5c-bench-sparse-mla [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles T,...]
 //                               [--reps N] [--warps N,...]
-//                               [--splits N [--cluster C]]
+//                               [--splits N [--cluster C]] [--variants T:S,...] [--no-gather]
 // --skip-checks leaves out the correctness cases before the timed shapes, so that a profiler's
 // first kernel launch is the first timed shape's (checked) launch: bench/device_mla.sh.
 // --warps builds each tile configuration with these warp counts (4 or 8) instead of the
@@ -14,7 +14,11 @@
 // per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
 // so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
 // an H200's 228 KB would take. --splits/--cluster time one split count and cluster
-// size only (profiling); the sweep otherwise tries each power-of-two split count both with the
+// size only (profiling); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row entries) instead of the
+// registry's first fit (tuning kSparseMlaTiles); --no-gather times every shape with all slots
+// masked (no row loaded, every product computed: the kernel's work without its memory traffic);
+// --gather-probe also times, at each shape, a kernel that only reads the selected rows.
+// The sweep otherwise tries each power-of-two split count both with the
 // launch geometry's cluster size and without clusters.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
@@ -48,13 +52,18 @@ struct Kernel {
 };
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc, int warps, int minCtas) {
+             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
-  if (warps > 0) {
-    cfg->threads = 32 * warps;
-    cfg->dynamicSmem = sparseMlaDecodeSmem(cfg->shape, cfg->tileN, cfg->stages, warps);
+  if (tileN > 0) { // --variants: a tile shape other than the registry's first fit
+    cfg->tileN = tileN;
+    cfg->ring = ring;
+    cfg->variant = sparseMlaDecodeVariant(tileN, ring);
   }
+  if (warps > 0)
+    cfg->threads = 32 * warps;
+  cfg->dynamicSmem =
+      sparseMlaDecodeSmem(cfg->shape, cfg->tileN, cfg->ring, cfg->threads / 32);
   if (minCtas > 0)
     cfg->minCtas = minCtas;
   cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
@@ -99,6 +108,39 @@ double emptyKernelUs(cu::Driver &drv, const std::string &codeArch, const NvrtcCo
   return glm5c::bench::timeGraph(drv, stream, 8, reps, [&](size_t) {
     CHECK_OK(drv.launch(f, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, "empty"));
   });
+}
+
+// The gather alone (--gather-probe): every selected row of every request read once with 16-byte
+// loads, 64 rows per CTA, many CTAs per SM, nothing computed -- what the memory system gives this
+// access pattern, the bar the kernel's time is measured against.
+cu::Function gatherProbe(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc) {
+  KernelSource src;
+  src.name = "gather_probe";
+  src.source = R"(
+extern "C" __global__ void __launch_bounds__(256) gather_probe(const uint4 *__restrict__ kv,
+    const int *__restrict__ idx, int num_slots, unsigned *sink) {
+  const int *rows = idx + blockIdx.y * 2048 + blockIdx.x * 64;
+  unsigned acc = 0;
+#pragma unroll 6
+  for (int c = threadIdx.x; c < 64 * 72; c += 256) {
+    const int slot = __ldg(rows + c / 72);
+    if (slot >= 0 && slot < num_slots) {
+      const uint4 v = __ldcs(kv + static_cast<long long>(slot) * 72 + c % 72);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x9e3779b9u) // keeps the loads; practically never true
+    sink[0] = acc;
+}
+)";
+  src.arch = codeArch;
+  auto compiled = nvrtc.compile(src);
+  CHECK_OK(compiled.status());
+  cu::Module mod;
+  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, "gather_probe"));
+  cu::Function f;
+  CHECK_OK(drv.getFunction(mod, "gather_probe", &f));
+  return f;
 }
 
 // One problem instance on the device: inputs, partial buffers, outputs.
@@ -237,11 +279,12 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false, sweep = true, sm120Occupancy = false, skipChecks = false;
+  bool checkOnly = false, sweep = true, sm120Occupancy = false, skipChecks = false,
+       noGather = false, probe = false;
   int forcedSplits = 0, forcedCluster = 0;
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
-                           minCtasList = {"0"};
+                           minCtasList = {"0"}, variantList = {"0:0"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -262,6 +305,12 @@ int main(int argc, char **argv) {
       warpList = splitList(argv[++i]);
     else if (a == "--min-ctas" && i + 1 < argc)
       minCtasList = splitList(argv[++i]);
+    else if (a == "--variants" && i + 1 < argc) // TILE_N:RING,...
+      variantList = splitList(argv[++i]);
+    else if (a == "--no-gather") // time with every slot masked: the kernel's work without loads
+      noGather = true;
+    else if (a == "--gather-probe") // also time the gather alone at each shape
+      probe = true;
     else if (a == "--sm120-occupancy")
       sm120Occupancy = true;
     else if (a == "--skip-checks") // profiling: the first launch is the first shape's check
@@ -270,7 +319,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
-                   "[--splits N [--cluster C]] [--skip-checks]\n",
+                   "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
+                   "[--no-gather] [--gather-probe]\n",
                    argv[0]);
       return 2;
     }
@@ -285,10 +335,15 @@ int main(int argc, char **argv) {
   if (!checkOnly)
     std::printf("empty kernel, graph replay: %.1f us\n",
                 emptyKernelUs(drv, codeArch, nvrtc, stream, reps));
+  cu::Function probeFn = probe ? gatherProbe(drv, codeArch, nvrtc) : nullptr;
+  cu::DevicePtr sink = 0;
+  if (probe)
+    CHECK_OK(drv.malloc(&sink, 16, "probe sink"));
 
   for (const std::string &tn : tileNames)
     for (const std::string &wn : warpList)
-    for (const std::string &mn : minCtasList) {
+    for (const std::string &mn : minCtasList)
+    for (const std::string &vn : variantList) {
       const Target *tiles = findTarget(tn);
       if (!tiles) {
         std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
@@ -302,14 +357,28 @@ int main(int argc, char **argv) {
       }
       // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
       const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str()) : sm120Occupancy ? 1 : 0;
-      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas);
+      const int vTile = std::atoi(vn.c_str()),
+                vRing = vn.find(':') == std::string::npos ? 0 : std::atoi(vn.c_str() + vn.find(':') + 1);
+      if (vTile != 0 && (vTile % 32 != 0 || vRing < 2 * vTile / 16)) {
+        std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
+                             "entries) >= two tiles\n");
+        return 2;
+      }
+      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing);
+      if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
+        std::printf("%s: %lld B shared memory does not fit this device\n", k.cfg.variant.c_str(),
+                    static_cast<long long>(k.cfg.dynamicSmem));
+        continue;
+      }
       if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
         k.launchSmem = std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
       int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
       CHECK_OK(drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
       k.cfg.ctasPerSm = std::max(ctas, 1);
       std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
-      const std::string label = tn + "/w" + std::to_string(k.cfg.threads / 32) + "m" +
+      const std::string label = tn + "/t" + std::to_string(k.cfg.tileN) + "r" +
+                                std::to_string(k.cfg.ring) + "w" +
+                                std::to_string(k.cfg.threads / 32) + "m" +
                                 std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
       // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
       // splits.
@@ -338,7 +407,7 @@ int main(int argc, char **argv) {
 
       // Each shape at the launch geometry's split count (marked *), then at the other powers of two
       // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
-      std::printf("\n  %-15s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
+      std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
                   "cluster", "us", "GB/s", "% bw", "TFLOP/s");
       for (int H : {8, 16, 64})
         for (int B : {1, 8, 32, 128}) {
@@ -353,8 +422,24 @@ int main(int argc, char **argv) {
           const int64_t groups = int64_t(B) * ((H + 15) / 16);
           const int chosenCluster = glm5rt::launch::sparseMlaCluster(chosen, groups);
           std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen, chosenCluster});
-          for (int s = 0; s < sets; ++s)
+          for (int s = 0; s < sets; ++s) {
             makeProblem(drv, ps[s], 1000 + s, false);
+            if (noGather) { // every slot masked: no row is loaded, every product still runs
+              std::fill(ps[s].idx.begin(), ps[s].idx.end(), -1);
+              CHECK_OK(drv.copyToDevice(ps[s].didx, ps[s].idx.data(), ps[s].idx.size() * 4));
+            }
+          }
+          if (probe) {
+            double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps, [&](size_t i) {
+              int slots = ps[i].B * ps[i].ctx;
+              void *args[] = {&ps[i].dkv, &ps[i].didx, &slots, &sink};
+              CHECK_OK(drv.launch(probeFn, 2048 / 64, ps[i].B, 1, 256, 1, 1, 0, stream, args,
+                                  "gather_probe"));
+            });
+            const double rowBytes = double(B) * topk * 1152;
+            std::printf("  %-19s %3d %4d gather probe %9.1f us %9.0f GB/s %7.1f %% bw\n",
+                        "", H, B, us, rowBytes / us / 1e3, 100.0 * rowBytes / us / 1e3 / 4230.0);
+          }
           std::vector<std::pair<int, int>> cands; // (splits, cluster)
           if (forcedSplits > 0)
             cands.push_back({forcedSplits, forcedCluster > 0
@@ -377,7 +462,7 @@ int main(int argc, char **argv) {
               p.cluster = cluster;
               allocPartials(drv, p);
             }
-            auto [eo, el] = check(drv, k, ps[0], stream);
+            auto [eo, el] = noGather ? std::pair<double, double>{0, 0} : check(drv, k, ps[0], stream);
             bool ok = eo <= 1e-2 && el <= 1e-2;
             failed |= !ok;
             double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
@@ -386,7 +471,7 @@ int main(int argc, char **argv) {
                 double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
             double flops = 2.0 * B * H * topk * (576 + 512);
             const bool isChosen = splits == chosen && cluster == chosenCluster;
-            std::printf("  %-15s %3d %4d %5d%s %7d %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H,
+            std::printf("  %-19s %3d %4d %5d%s %7d %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H,
                         B, splits, isChosen ? "*" : " ", cluster, us, bytes / us / 1e3,
                         100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
                         ok ? "" : "  (check FAILED)");
@@ -398,7 +483,7 @@ int main(int argc, char **argv) {
             }
           }
           if (cands.size() > 1)
-            std::printf("  %-15s %3d %4d best splits %d cluster %d: %.1f us\n", label.c_str(), H,
+            std::printf("  %-19s %3d %4d best splits %d cluster %d: %.1f us\n", label.c_str(), H,
                         B, bestCand.first, bestCand.second, best);
           for (Problem &p : ps)
             freeProblem(drv, p);

@@ -132,6 +132,22 @@ __device__ __forceinline__ void glm_cp_async_16(uint32_t dst, const void *src, i
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(src_bytes));
 }
+// The same at constant byte offsets from both addresses (immediates in the instruction, so a
+// row's chunks share one address computation).
+template <int kOffset>
+__device__ __forceinline__ void glm_cp_async_16_at(uint32_t dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%3], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "n"(kOffset));
+}
+// N such copies at byte offsets 0, kStride, .., (N - 1) kStride from both addresses.
+template <int N, int kStride>
+__device__ __forceinline__ void glm_cp_async_16_strided(uint32_t dst, const void *src,
+                                                        int src_bytes) {
+  if constexpr (N > 0) {
+    glm_cp_async_16_strided<N - 1, kStride>(dst, src, src_bytes);
+    glm_cp_async_16_at<(N - 1) * kStride>(dst, src, src_bytes);
+  }
+}
 __device__ __forceinline__ void glm_cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));

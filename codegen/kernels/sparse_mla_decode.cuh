@@ -3,7 +3,8 @@
 //
 // One CTA per (request b, group of HEADS heads, split of the top-k range). The CTA walks its
 // split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
-// STAGES-deep shared-memory ring; each row (latent 512 + rope 64, bf16) is read once and serves
+// shared-memory ring of GLM_RING entries of 16 rows (at least two tiles; an odd count keeps part
+// of the tile after next in flight during a tile's math); each row (latent 512 + rope 64, bf16) is read once and serves
 // both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
 // softmax in fp32 (log2 domain). The splits of one (request, head group) are merged in the
 // same launch, no separate combine kernel: the launch groups C consecutive splits into a
@@ -17,17 +18,19 @@
 // resets its chunk's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
 //
 // Warp roles (GLM_WARPS warps; 8 give SM120, where one CTA fills an SM's shared memory, two
-// warps per scheduler): for S, the warps form GLM_S_GROUPS token groups x GLM_S_KSPLIT parts of
-// the 576 columns -- warp w owns tokens [tok0, tok0 + GLM_S_TOKENS_PER_WARP) of the tile over
-// columns [kbeg, kbeg + GLM_S_K); with two k-parts the second part's warps hand their partial
-// scores to the first through shared memory, and the first does the softmax. For P V, warp w
-// owns output columns [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row maxima cross
-// warps (through shared memory) only when a tile moves the softmax's reference maximum; row
-// sums stay per thread until one reduction after the last tile.
+// warps per scheduler): for S, the warps form GLM_S_GROUPS token groups x 4 parts of the 576
+// columns -- warp w owns tokens [tok0, tok0 + GLM_S_TOKENS_PER_WARP) of the tile over columns
+// [kbeg, kbeg + 144), and holds Q's fragments for those columns in 36 registers for the whole
+// split (so Q is read from shared memory once, and the kernel fits 128 registers: two CTAs per
+// SM where shared memory allows). The other k-parts hand their partial scores to the first
+// through shared memory, and the first does the softmax. For P V, warp w owns output columns
+// [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row maxima cross warps (through shared
+// memory) only when a tile moves the softmax's reference maximum; row sums stay per thread
+// until one reduction after the last tile.
 //
 // Instantiation constants (defined before this file by the code generator):
 //   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
-//   GLM_STAGES (>= 2), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK;
+//   GLM_RING (16-row ring entries, >= 2 tiles' worth), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK;
 //   optionally GLM_MIN_CTAS (tuning; see below).
 #pragma once
 #include "common.cuh"
@@ -39,33 +42,44 @@
 #define GLM_P_ROW (GLM_TILE_N + 8)
 #define GLM_THREADS (GLM_WARPS * 32)
 #define GLM_NT (GLM_TILE_N / 8) // n8 tiles of tokens per tile
-#define GLM_S_KSPLIT (GLM_WARPS > GLM_NT ? GLM_WARPS / GLM_NT : 1)
+#define GLM_S_KSPLIT 4
 #define GLM_S_GROUPS (GLM_WARPS / GLM_S_KSPLIT)
 #define GLM_S_NTILES (GLM_NT / GLM_S_GROUPS)
 #define GLM_S_TOKENS_PER_WARP (GLM_S_NTILES * 8)
 #define GLM_S_K (GLM_D / GLM_S_KSPLIT)
+#define GLM_S_KSTEPS (GLM_S_K / 16)
 #define GLM_O_COLS_PER_WARP (GLM_D_LATENT / GLM_WARPS)
 #define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)
 #define GLM_GATHER_ROWS (GLM_THREADS / 8) // 8 threads per row, 9 chunks of 16 B each
-#define GLM_ROWS_PER_THREAD (GLM_TILE_N / GLM_GATHER_ROWS)
+// The ring: GLM_RING entries of GLM_ENTRY_N rows; tile t is entries t GLM_TILE_ENTRIES .. (mod).
+#define GLM_ENTRY_N 16
+#define GLM_TILE_ENTRIES (GLM_TILE_N / GLM_ENTRY_N)
+#define GLM_GATHER_SETS (GLM_GATHER_ROWS / GLM_ENTRY_N) // thread sets gathering one entry each
+#define GLM_ROWS_PER_THREAD (GLM_TILE_ENTRIES / GLM_GATHER_SETS) // per refill (one tile)
 
 static_assert(GLM_HEADS == 16, "one m16 tile of heads per CTA");
 static_assert(GLM_WARPS == 4 || GLM_WARPS == 8, "4 or 8 warps");
-static_assert(GLM_S_KSPLIT <= 2 && GLM_S_GROUPS * GLM_S_NTILES == GLM_NT,
-              "whole n8 tiles of tokens per warp, the 576 columns in at most two parts");
-static_assert(GLM_S_K % 32 == 0, "the score loop takes 32 columns per step");
-static_assert(GLM_TILE_N % GLM_GATHER_ROWS == 0, "whole gather passes per tile");
+static_assert(GLM_S_GROUPS * GLM_S_NTILES == GLM_NT && GLM_S_NTILES % 2 == 0,
+              "pairs of n8 tiles of tokens per warp");
+static_assert(GLM_S_K % 16 == 0, "whole k16 steps per k-part");
+static_assert(GLM_TILE_N % GLM_ENTRY_N == 0 && GLM_GATHER_ROWS % GLM_ENTRY_N == 0 &&
+                  GLM_TILE_ENTRIES % GLM_GATHER_SETS == 0,
+              "whole ring entries per tile, whole thread sets per entry and per refill");
 static_assert(GLM_D % 64 == 0 && GLM_O_NTILES % 2 == 0, "mma and gather tiling");
-static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
+static_assert(GLM_RING >= 2 * GLM_TILE_ENTRIES, "a ring of at least two tiles");
 
 // Dynamic shared memory layout, in bytes (codegen/registry/SparseMla.cpp computes the same total).
+// Q's region is free once every warp holds its fragments: from then on it holds the k-parts'
+// partial scores and P.
 #define GLM_SMEM_Q 0
 #define GLM_SMEM_KV (GLM_SMEM_Q + GLM_HEADS * GLM_ROW * 2)
-#define GLM_SMEM_P (GLM_SMEM_KV + GLM_STAGES * GLM_TILE_N * GLM_ROW * 2)
-#define GLM_SMEM_RED (GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2)
-#define GLM_SMEM_SPART (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
-#define GLM_SMEM_VALID (GLM_SMEM_SPART + (GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4)
-#define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_STAGES * GLM_TILE_N * 4)
+#define GLM_SMEM_RED (GLM_SMEM_KV + GLM_RING * GLM_ENTRY_N * GLM_ROW * 2)
+#define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
+#define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_RING * GLM_ENTRY_N * 4)
+#define GLM_SMEM_SPART GLM_SMEM_Q
+#define GLM_SMEM_P (GLM_SMEM_SPART + (GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4)
+static_assert(GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2 <= GLM_SMEM_KV,
+              "the partial scores and P fit in Q's region");
 
 // The merge (after the tile loop) reuses the ring: the staged partial output (fp32, rows padded
 // by 8 floats against bank conflicts of the fragment stores), its log-sum-exp, and the merge
@@ -76,13 +90,12 @@ static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
 #define GLM_STAGE_ROW (GLM_D_LATENT + 8)
 #define GLM_MERGE_BYTES                                                                         \
   ((GLM_HEADS * GLM_STAGE_ROW + GLM_HEADS * (2 + GLM_MAX_CLUSTER + GLM_MAX_XSPLITS)) * 4)
-static_assert(GLM_MERGE_BYTES <= GLM_STAGES * GLM_TILE_N * GLM_ROW * 2,
+static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
               "the merge's staging fits in the ring");
 
 // CTAs per SM the registers must leave room for (__launch_bounds__): as many as the shared
 // memory per SM of the arch the code is compiled for holds -- 2 for SM120 tiles running as sm_90
-// code (228 KB per SM), 1 on SM120 itself (100 KB per SM), where registers are then free to hold
-// Q. The system reserves 1 KB per CTA.
+// code (228 KB per SM), 1 on SM120 itself (100 KB per SM). The system reserves 1 KB per CTA.
 #ifndef GLM_MIN_CTAS
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
 #define GLM_SM_SHARED 233472
@@ -91,7 +104,6 @@ static_assert(GLM_MERGE_BYTES <= GLM_STAGES * GLM_TILE_N * GLM_ROW * 2,
 #endif
 #define GLM_MIN_CTAS (2 * (GLM_SMEM_BYTES + 16 + 1024) <= GLM_SM_SHARED ? 2 : 1)
 #endif
-#define GLM_Q_IN_REGISTERS (GLM_MIN_CTAS == 1)
 
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
@@ -117,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   glm_bf16 *sp = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_P);
   float *red_max = reinterpret_cast<float *>(smem + GLM_SMEM_RED);
   float *red_sum = red_max + GLM_S_GROUPS * GLM_HEADS;
-  float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // second k-part's scores
+  float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // k-parts 1.. scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -141,47 +153,61 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     glm_cp_async_16(glm_smem_addr(sq + row * GLM_ROW + col), src, h < num_heads ? 16 : 0);
   }
 
-  // Gather: 8 threads per row (9 chunks of 16 B each), GLM_GATHER_ROWS rows per pass. A
-  // thread's slots for a tile are fetched one tile ahead into registers, so the index load's
-  // latency hides behind the current tile's math instead of stalling the cp.async issue.
+  // Gather, one ring entry (16 rows) at a time: entry e (the split's rows [16 e, 16 e + 16)) goes
+  // to ring entry e % GLM_RING and is one cp.async commit group of its own (empty where this
+  // thread has no row of it), so group e is entry e. 8 threads per row (9 chunks of 16 B each);
+  // entry e is gathered by thread set e % GLM_GATHER_SETS, one row per thread. A thread's slots
+  // for a refill are fetched one refill ahead into registers, so the index load's latency hides
+  // behind the current tile's math instead of stalling the cp.async issue.
   const int grow = tid / 8, gchunk = tid % 8;
-  auto fetch_slots = [&](int tile, int (&slots)[GLM_ROWS_PER_THREAD]) {
+  const int gset = grow / GLM_ENTRY_N, erow = grow % GLM_ENTRY_N;
+  const int num_entries = num_tiles * GLM_TILE_ENTRIES;
+  auto entry_slot = [&](int e) {
+    const int pos = begin + e * GLM_ENTRY_N + erow;
+    return e < num_entries && pos < end ? __ldg(idx + pos) : -1;
+  };
+  auto load_entry = [&](int e, int slot) {
+    const int re = e % GLM_RING;
+    const bool ok = e < num_entries && slot >= 0 && slot < num_slots;
+    // This thread's chunks of the row: 16 B at byte gchunk 16 + 128 c, c < 9.
+    const uint32_t dst = glm_smem_addr(skv + (re * GLM_ENTRY_N + erow) * GLM_ROW + gchunk * 8);
+    const glm_bf16 *src = kv + static_cast<long long>(ok ? slot : 0) * GLM_D + gchunk * 8;
+    glm_cp_async_16_strided<GLM_D / 64, 128>(dst, src, ok ? 16 : 0);
+    if (gchunk == 0)
+      svalid[re * GLM_ENTRY_N + erow] = ok;
+  };
+  // Refill k >= 1 (at iteration k, into the entries tile k - 1 used): entries GLM_RING +
+  // GLM_TILE_ENTRIES (k - 1) + j, j < GLM_TILE_ENTRIES; this thread's are those of its set.
+  auto refill_first = [](int k) { return GLM_RING + GLM_TILE_ENTRIES * (k - 1); };
+  auto fetch_refill = [&](int k, int (&slots)[GLM_ROWS_PER_THREAD]) {
 #pragma unroll
-    for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
-      int pos = begin + tile * GLM_TILE_N + grow + GLM_GATHER_ROWS * p;
-      slots[p] = tile < num_tiles && pos < end ? __ldg(idx + pos) : -1;
+    for (int j = 0; j < GLM_TILE_ENTRIES; ++j) {
+      const int e = refill_first(k) + j;
+      if (e % GLM_GATHER_SETS == gset)
+        slots[j / GLM_GATHER_SETS] = entry_slot(e);
     }
   };
-  auto load_tile = [&](int tile, const int (&slots)[GLM_ROWS_PER_THREAD]) {
-    const int stage = tile % GLM_STAGES;
-    glm_bf16 *dst = skv + stage * GLM_TILE_N * GLM_ROW;
+  auto load_refill = [&](int k, const int (&slots)[GLM_ROWS_PER_THREAD]) {
 #pragma unroll
-    for (int p = 0; p < GLM_ROWS_PER_THREAD; ++p) {
-      int row = grow + GLM_GATHER_ROWS * p;
-      bool ok = slots[p] >= 0 && slots[p] < num_slots;
-      const glm_bf16 *src = kv + static_cast<long long>(ok ? slots[p] : 0) * GLM_D;
-#pragma unroll
-      for (int c = 0; c < GLM_D / 64; ++c) {
-        int col = (gchunk + 8 * c) * 8;
-        glm_cp_async_16(glm_smem_addr(dst + row * GLM_ROW + col), src + col, ok ? 16 : 0);
-      }
-      if (gchunk == 0)
-        svalid[stage * GLM_TILE_N + row] = ok;
+    for (int j = 0; j < GLM_TILE_ENTRIES; ++j) {
+      const int e = refill_first(k) + j;
+      if (e % GLM_GATHER_SETS == gset && e < num_entries)
+        load_entry(e, slots[j / GLM_GATHER_SETS]);
+      glm_cp_async_commit();
     }
   };
 
-  // Pipeline: the prologue fills the whole ring (tiles 0 .. GLM_STAGES - 1, one commit group
-  // each; Q rides in tile 0's), so a split of up to GLM_STAGES tiles has all its rows in flight
-  // at once. Iteration i >= 1 refills the stage tile i - 1 used with tile i + GLM_STAGES - 1.
-  int slots[GLM_ROWS_PER_THREAD];
-  for (int s = 0; s < GLM_STAGES; ++s) {
-    fetch_slots(s, slots);
-    if (s < num_tiles)
-      load_tile(s, slots);
+  // Pipeline: the prologue fills the whole ring (entries 0 .. GLM_RING - 1; Q rides in entry
+  // 0's group), so a split of up to GLM_RING entries has all its rows in flight at once.
+  // Iteration k >= 1 refills the entries tile k - 1 used (refill k). With a ring of more than
+  // two tiles' entries, the next tile's first entries are in flight during a tile's math too.
+  for (int e = 0; e < GLM_RING; ++e) {
+    if (e % GLM_GATHER_SETS == gset && e < num_entries)
+      load_entry(e, entry_slot(e));
     glm_cp_async_commit();
   }
-  fetch_slots(GLM_STAGES, slots); // for iteration 1
-
+  int slots[GLM_ROWS_PER_THREAD];
+  fetch_refill(1, slots);
 
   float o[GLM_O_NTILES][4];
 #pragma unroll
@@ -197,71 +223,60 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float m_ref[2] = {GLM_MASKED, GLM_MASKED};
   float l_part[2] = {0.f, 0.f};
 
-  // Q rides in tile 0's commit group. With registers to spare (one CTA per SM), each warp holds
-  // its Q fragments (A operands of S over its GLM_S_K columns) from here on; with two CTAs per
-  // SM (128 registers) it re-reads them from shared memory for every tile.
-  glm_cp_async_wait<GLM_STAGES - 1>();
+  // Q rides in entry 0's commit group; tile 0 is groups 0 .. GLM_TILE_ENTRIES - 1, so at most
+  // GLM_RING - GLM_TILE_ENTRIES groups may be pending. Each warp loads its Q fragments (A
+  // operands of S over its GLM_S_K columns) once; the loop's first barrier then frees Q's region
+  // for spart and P.
+  glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
   __syncthreads();
-  auto q_frag = [&](int kk, uint32_t(&a)[4]) {
-    glm_ldmatrix_x4(a, glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk + (lane / 16) * 8));
-  };
-#if GLM_Q_IN_REGISTERS
-  uint32_t qa[GLM_S_K / 16][4];
+  uint32_t qa[GLM_S_KSTEPS][4];
 #pragma unroll
-  for (int kk = 0; kk < GLM_S_K / 16; ++kk)
-    q_frag(kk, qa[kk]);
-#endif
+  for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
+    glm_ldmatrix_x4(qa[kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
+                                          (lane / 16) * 8));
 
+  int entry0 = 0; // ring entry of the tile's first 16 rows: (tile GLM_TILE_ENTRIES) % GLM_RING
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // Commit groups: the prologue's GLM_STAGES (tiles 0 .. GLM_STAGES - 1), then one per
-    // iteration i >= 1 (tile i + GLM_STAGES - 1, possibly empty), so tile t is group t. At
-    // iteration i >= 1, GLM_STAGES + i - 1 groups are committed: at most GLM_STAGES - 2 may be
-    // pending for group i to be done. Tile 0 was waited for above, with Q.
+    // At iteration k >= 1, GLM_RING + GLM_TILE_ENTRIES (k - 1) groups are committed and tile k
+    // needs groups .. GLM_TILE_ENTRIES (k + 1) - 1: at most GLM_RING - 2 GLM_TILE_ENTRIES may be
+    // pending. Tile 0 was waited for above, with Q.
     if (tile >= 1)
-      glm_cp_async_wait<GLM_STAGES - 2>();
-    __syncthreads(); // tile landed; every warp is done with the stage refilled below
+      glm_cp_async_wait<GLM_RING - 2 * GLM_TILE_ENTRIES>();
+    __syncthreads(); // tile landed; every warp is done with the entries refilled below
     if (tile >= 1) {
-      if (tile + GLM_STAGES - 1 < num_tiles)
-        load_tile(tile + GLM_STAGES - 1, slots);
-      glm_cp_async_commit();
-      fetch_slots(tile + GLM_STAGES, slots); // consumed next iteration
+      load_refill(tile, slots);
+      fetch_refill(tile + 1, slots); // consumed next iteration
     }
-
-    const int stage = tile % GLM_STAGES;
-    const glm_bf16 *tkv = skv + stage * GLM_TILE_N * GLM_ROW;
-    const int32_t *tvalid = svalid + stage * GLM_TILE_N;
+    // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
+    auto tile_row = [&](int r) {
+      int re = entry0 + r / GLM_ENTRY_N;
+      re -= re >= GLM_RING ? GLM_RING : 0;
+      return re * GLM_ENTRY_N + r % GLM_ENTRY_N;
+    };
 
     // S = Q K^T for this warp's tokens and k-part: 16 heads x GLM_S_TOKENS_PER_WARP, k over
-    // GLM_S_K columns. Two accumulator chains per n-tile (even and odd k-steps) halve the
-    // dependent mma chain.
+    // GLM_S_K columns. With registers to spare (one CTA per SM), two accumulator chains per
+    // n-tile (even and odd k-steps) halve the dependent mma chain; at 128 registers the second
+    // chain spills.
     float s[GLM_S_NTILES][4], s2[GLM_S_NTILES][4];
 #pragma unroll
     for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] = s2[n][e] = 0.f;
-#if GLM_Q_IN_REGISTERS
 #pragma unroll
-#else
-#pragma unroll 3
-#endif
-    for (int kk = 0; kk < GLM_S_K / 16; kk += 2) {
-#if GLM_Q_IN_REGISTERS
-      const uint32_t(&a0)[4] = qa[kk];
-      const uint32_t(&a1)[4] = qa[kk + 1];
-#else
-      uint32_t a0[4], a1[4];
-      q_frag(kk, a0);
-      q_frag(kk + 1, a1);
-#endif
+    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
 #pragma unroll
-      for (int n = 0; n < GLM_S_NTILES; ++n) {
-        // matrices: (tokens n8, k 0-7), (k 8-15), (k 16-23), (k 24-31): two k-steps at once.
+      for (int n = 0; n < GLM_S_NTILES; n += 2) {
+        // matrices: (n8 tile n, k 0-7), (n, k 8-15), (n + 1, k 0-7), (n + 1, k 8-15).
         uint32_t bfrag[4];
-        glm_ldmatrix_x4(bfrag, glm_smem_addr(tkv + (tok0 + n * 8 + lane % 8) * GLM_ROW + kbeg +
-                                              16 * kk + (lane / 8) * 8));
-        glm_mma_bf16_16816(s[n], a0, bfrag[0], bfrag[1]);
-        glm_mma_bf16_16816(s2[n], a1, bfrag[2], bfrag[3]);
+        // n is even and tok0 a multiple of 16: the pair is one ring entry.
+        glm_ldmatrix_x4(bfrag, glm_smem_addr(skv + (tile_row(tok0 + n * 8) + (lane / 16) * 8 +
+                                                    lane % 8) * GLM_ROW +
+                                              kbeg + 16 * kk + ((lane / 8) % 2) * 8));
+        const bool odd = GLM_MIN_CTAS == 1 && kk % 2;
+        glm_mma_bf16_16816(odd ? s2[n] : s[n], qa[kk], bfrag[0], bfrag[1]);
+        glm_mma_bf16_16816(odd ? s2[n + 1] : s[n + 1], qa[kk], bfrag[2], bfrag[3]);
       }
     }
 #pragma unroll
@@ -269,10 +284,11 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[n][e] += s2[n][e];
-#if GLM_S_KSPLIT > 1
-    // The second k-part hands its partial scores to the first (same lane, same fragment slot).
-    float *my_part = spart + sg * GLM_S_NTILES * 4 * 32 + lane;
-    if (kpart == 1) {
+    // The other k-parts hand their partial scores to the first (same lane, same fragment slot):
+    // part p's block for token group sg is spart[((p - 1) GLM_S_GROUPS + sg) GLM_S_NTILES 128].
+    constexpr int kPartFloats = GLM_S_NTILES * 4 * 32;
+    if (kpart > 0) {
+      float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * kPartFloats + lane;
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
@@ -280,7 +296,6 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
           my_part[(n * 4 + e) * 32] = s[n][e];
     }
     __syncthreads();
-#endif
 
     // The first k-part's warps own the full scores from here on: scale, mask, then
     // P = exp2(S - m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's
@@ -308,11 +323,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-#if GLM_S_KSPLIT > 1
-          s[n][e] += my_part[(n * 4 + e) * 32];
-#endif
-          int tok = tok0 + n * 8 + 2 * t + (e % 2);
-          s[n][e] = tvalid[tok] ? s[n][e] * scale_log2 : GLM_MASKED;
+#pragma unroll
+          for (int p = 1; p < GLM_S_KSPLIT; ++p)
+            s[n][e] += spart[((p - 1) * GLM_S_GROUPS + sg) * kPartFloats + (n * 4 + e) * 32 + lane];
+          // Token tok0 + 8 n + 2 t + e % 2; n8 tiles pair up in ring entries.
+          const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + (e % 2);
+          s[n][e] = svalid[vrow] ? s[n][e] * scale_log2 : GLM_MASKED;
           mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
         }
       rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
@@ -375,12 +391,15 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         // matrices: (tokens k..k+7, cols n), (tokens k+8.., cols n), (k.., n+8), (k+8.., n+8).
         uint32_t bfrag[4];
         int mat = lane / 8;
-        glm_ldmatrix_x4_trans(bfrag, glm_smem_addr(tkv + (k + (mat % 2) * 8 + lane % 8) * GLM_ROW +
+        glm_ldmatrix_x4_trans(bfrag, glm_smem_addr(skv + (tile_row(k) + (mat % 2) * 8 + lane % 8) *
+                                                         GLM_ROW +
                                                     col0 + n * 8 + (mat / 2) * 8));
         glm_mma_bf16_16816(o[n], a, bfrag[0], bfrag[1]);
         glm_mma_bf16_16816(o[n + 1], a, bfrag[2], bfrag[3]);
       }
     }
+    entry0 += GLM_TILE_ENTRIES;
+    entry0 -= entry0 >= GLM_RING ? GLM_RING : 0;
   }
   // The row sums: this thread's share -> its quad -> the first k-part's warps, through red_sum.
   // Every warp then holds the CTA's l_run for rows g and g + 8.

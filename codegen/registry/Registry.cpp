@@ -93,8 +93,7 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   for (const auto &cand : kSparseMlaTiles) {
     int64_t smem = sparseMlaDecodeSmem(shape, cand[0], cand[1], kSparseMlaWarps);
     if (smem > tiles.maxSharedPerBlock)
-      c.rejected.push_back({"sparse_mla_decode_bf16_t" + std::to_string(cand[0]) + "_s" +
-                                std::to_string(cand[1]),
+      c.rejected.push_back({sparseMlaDecodeVariant(cand[0], cand[1]),
                             "needs " + std::to_string(smem) + " B shared memory, " + tiles.name +
                                 " allows " + std::to_string(tiles.maxSharedPerBlock) + " B"});
   }

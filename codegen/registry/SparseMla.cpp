@@ -11,12 +11,17 @@ using glm5rt::makeStatus;
 // Shared memory the system reserves per resident CTA.
 constexpr int64_t kReservedPerCta = 1024;
 
-int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int stages, int warps) {
+int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps) {
+  // Q (whose region then holds the k-parts' partial scores and P), the ring, the row maxima and
+  // sums of the GLM_S_GROUPS = warps / 4 token groups, the slots' valid flags.
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
-  const int64_t heads = 16, ntiles = tileN / 8;
-  const int64_t kSplit = warps > ntiles ? warps / ntiles : 1, groups = warps / kSplit;
-  return heads * row + stages * tileN * row + heads * (tileN + 8) * 2 + 2 * groups * heads * 4 +
-         (kSplit - 1) * tileN * heads * 4 + stages * tileN * 4;
+  const int64_t heads = 16, groups = warps / 4;
+  (void)tileN; // the ring's size does not depend on how many entries one tile takes
+  return heads * row + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
+}
+
+std::string sparseMlaDecodeVariant(int tileN, int ring) {
+  return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring);
 }
 
 glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
@@ -31,8 +36,7 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
     return makeStatus(StatusCode::kUnimplemented, "%s has no mma.sync", tiles.name);
   for (const auto &c : kSparseMlaTiles) {
     int64_t smem = sparseMlaDecodeSmem(shape, c[0], c[1], kSparseMlaWarps);
-    std::string name = "sparse_mla_decode_bf16_t" + std::to_string(c[0]) + "_s" +
-                       std::to_string(c[1]);
+    std::string name = sparseMlaDecodeVariant(c[0], c[1]);
     if (smem > tiles.maxSharedPerBlock) {
       rejected += "\n  " + name + ": needs " + std::to_string(smem) + " B shared memory, " +
                   tiles.name + " allows " + std::to_string(tiles.maxSharedPerBlock) + " B";
@@ -41,7 +45,7 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
     SparseMlaDecodeConfig cfg;
     cfg.variant = name;
     cfg.tileN = c[0];
-    cfg.stages = c[1];
+    cfg.ring = c[1];
     cfg.threads = 32 * kSparseMlaWarps;
     cfg.dynamicSmem = smem;
     cfg.ctasPerSm = static_cast<int>(
@@ -75,7 +79,7 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
   std::string s = "// " + cfg.variant + "\n";
   s += "#define GLM_HEADS " + std::to_string(cfg.heads) + "\n";
   s += "#define GLM_TILE_N " + std::to_string(cfg.tileN) + "\n";
-  s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+  s += "#define GLM_RING " + std::to_string(cfg.ring) + "\n";
   s += "#define GLM_WARPS " + std::to_string(cfg.threads / 32) + "\n";
   if (cfg.minCtas > 0)
     s += "#define GLM_MIN_CTAS " + std::to_string(cfg.minCtas) + "\n";

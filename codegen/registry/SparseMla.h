@@ -24,15 +24,19 @@ struct MlaShape {
 // every batch (bench/RESULTS.md, 2026-11-29 profile).
 constexpr int kSparseMlaWarps = 8;
 
-// Tile candidates (cache rows per stage, stages), best first: the largest tile (fewer barriers
-// per row), then the deepest ring (more bytes in flight).
-constexpr int kSparseMlaTiles[][2] = {{64, 3}, {64, 2}, {32, 4}, {32, 3}, {32, 2}};
+// Tile candidates (cache rows per tile, ring entries of 16 rows), best first. One: 32-row tiles
+// in a ring of two tiles (93952 B) fit SM120, and as sm_90 code two of them fit an H200's SM,
+// which beat every deeper or larger ring there (bench/RESULTS.md, 2026-11-29 "ring entries"):
+// at 8 heads x batch 128, 92.2 us against 95.4 (a 5-entry ring, two CTAs per SM), 106.4 (6
+// entries, one CTA) and 125.3 (64-row tiles, 8 entries). The kernel takes any ring of at least
+// two tiles (glm5c-bench-sparse-mla --variants).
+constexpr int kSparseMlaTiles[][2] = {{32, 4}};
 
 struct SparseMlaDecodeConfig {
-  std::string variant;      // "sparse_mla_decode_bf16_t32_s2"
+  std::string variant;      // "sparse_mla_decode_bf16_t32_r4"
   int heads = 16;           // heads per CTA (the mma M)
-  int tileN = 32;           // cache rows per pipeline stage
-  int stages = 2;
+  int tileN = 32;           // cache rows per tile (one softmax step)
+  int ring = 4;             // ring entries of 16 rows (>= 2 tiles' worth)
   int minCtas = 0;          // tuning only: forces GLM_MIN_CTAS (0: from the code arch)
   int ctasPerSm = 1;        // resident CTAs per SM the tile target's shared memory allows (<= 2)
   int threads = 32 * kSparseMlaWarps;
@@ -41,7 +45,10 @@ struct SparseMlaDecodeConfig {
 };
 
 // Bytes of dynamic shared memory for a tile choice (mirrors sparse_mla_decode.cuh's layout).
-int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int stages, int warps);
+int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warps);
+
+// The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>".
+std::string sparseMlaDecodeVariant(int tileN, int ring);
 
 // Picks the largest tile and deepest ring that fit `tiles`' shared memory. On failure the
 // status lists every candidate and why it was rejected.
