@@ -237,16 +237,18 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
   int entry0 = 0; // ring entry of the tile's first 16 rows: (tile GLM_TILE_ENTRIES) % GLM_RING
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // At iteration k >= 1, GLM_RING + GLM_TILE_ENTRIES (k - 1) groups are committed and tile k
-    // needs groups .. GLM_TILE_ENTRIES (k + 1) - 1: at most GLM_RING - 2 GLM_TILE_ENTRIES may be
-    // pending. Tile 0 was waited for above, with Q.
-    if (tile >= 1)
-      glm_cp_async_wait<GLM_RING - 2 * GLM_TILE_ENTRIES>();
-    __syncthreads(); // tile landed; every warp is done with the entries refilled below
+    // Iteration k >= 1 refills the entries of tile k - 1 as soon as every warp is done with them,
+    // before waiting for tile k, so that the wait has the refill in flight too. Then GLM_RING +
+    // GLM_TILE_ENTRIES k groups are committed and tile k needs groups .. GLM_TILE_ENTRIES (k + 1)
+    // - 1: at most GLM_RING - GLM_TILE_ENTRIES may be pending. Tile 0 was waited for above, with
+    // Q.
     if (tile >= 1) {
+      __syncthreads(); // every warp is done with tile - 1
       load_refill(tile, slots);
       fetch_refill(tile + 1, slots); // consumed next iteration
+      glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
     }
+    __syncthreads(); // the tile landed and is visible to every warp
     // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
     auto tile_row = [&](int r) {
       int re = entry0 + r / GLM_ENTRY_N;
