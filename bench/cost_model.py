@@ -77,10 +77,12 @@ INPUTS = {
     "tiny_launches_per_token": 170,
     # Sparse MLA decode (our kernel, sm_120a tiles at SM120's occupancy: one CTA per SM, Q in
     # registers -- `glm5c-bench-sparse-mla --sm120-occupancy`), H = 8 and H = 64, top-k 2048,
-    # context 8192, bf16 cache, graph replay: (batch, us). RESULTS.md "cluster merge".
+    # context 8192, bf16 cache, graph replay: (batch, us). RESULTS.md "four k-parts, ring
+    # entries": H = 8 and H = 64 x 128 at commit 30ce0c3; H = 64 at batch 1-32 from the same
+    # entry's run of 920ed15 (the last two changes were not re-measured there).
     "mla_bench_context": 8192,
-    "mla_h8_us": [(1, 9.4), (8, 17.3), (32, 38.8), (128, 114.0)],
-    "mla_h64_us": [(1, 14.6), (8, 38.6), (32, 109.5), (128, 342.5)],
+    "mla_h8_us": [(1, 9.1), (8, 17.0), (32, 35.8), (128, 105.7)],
+    "mla_h64_us": [(1, 15.3), (8, 39.1), (32, 114.8), (128, 349.0)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys: (batch, context, us). RESULTS.md.
     "indexer_us": [(1, 8192, 15.9), (1, 131072, 36.5), (8, 32768, 47.6), (8, 131072, 113.1),
                    (32, 8192, 36.2), (32, 32768, 113.1), (32, 131072, 372.6)],
