@@ -90,21 +90,29 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   return k;
 }
 
+// A bench-local kernel `name` (source with extern "C" entry `name`), compiled for the device.
+cu::Function benchKernel(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc,
+                         const char *name, const char *source) {
+  KernelSource src;
+  src.name = name;
+  src.source = source;
+  src.arch = codeArch;
+  auto compiled = nvrtc.compile(src);
+  CHECK_OK(compiled.status());
+  cu::Module mod;
+  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, name));
+  cu::Function f;
+  CHECK_OK(drv.getFunction(mod, name, &f));
+  return f;
+}
+
 // Graph replay time of an empty kernel: the fixed cost every timed launch carries (reported
 // once, as the floor the small shapes are measured against; eight launches per graph, as the
 // small shapes have).
 double emptyKernelUs(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc,
                      cu::Stream stream, int reps) {
-  KernelSource src;
-  src.name = "empty";
-  src.source = "extern \"C\" __global__ void empty() {}\n";
-  src.arch = codeArch;
-  auto compiled = nvrtc.compile(src);
-  CHECK_OK(compiled.status());
-  cu::Module mod;
-  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, "empty"));
-  cu::Function f;
-  CHECK_OK(drv.getFunction(mod, "empty", &f));
+  cu::Function f = benchKernel(drv, codeArch, nvrtc, "empty",
+                               "extern \"C\" __global__ void empty() {}\n");
   return glm5c::bench::timeGraph(drv, stream, 8, reps, [&](size_t) {
     CHECK_OK(drv.launch(f, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, "empty"));
   });
@@ -114,9 +122,7 @@ double emptyKernelUs(cu::Driver &drv, const std::string &codeArch, const NvrtcCo
 // loads, 64 rows per CTA, many CTAs per SM, nothing computed -- what the memory system gives this
 // access pattern, the bar the kernel's time is measured against.
 cu::Function gatherProbe(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc) {
-  KernelSource src;
-  src.name = "gather_probe";
-  src.source = R"(
+  return benchKernel(drv, codeArch, nvrtc, "gather_probe", R"(
 extern "C" __global__ void __launch_bounds__(256) gather_probe(const uint4 *__restrict__ kv,
     const int *__restrict__ idx, int num_slots, unsigned *sink) {
   const int *rows = idx + blockIdx.y * 2048 + blockIdx.x * 64;
@@ -132,15 +138,7 @@ extern "C" __global__ void __launch_bounds__(256) gather_probe(const uint4 *__re
   if (acc == 0x9e3779b9u) // keeps the loads; practically never true
     sink[0] = acc;
 }
-)";
-  src.arch = codeArch;
-  auto compiled = nvrtc.compile(src);
-  CHECK_OK(compiled.status());
-  cu::Module mod;
-  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, "gather_probe"));
-  cu::Function f;
-  CHECK_OK(drv.getFunction(mod, "gather_probe", &f));
-  return f;
+)");
 }
 
 // One problem instance on the device: inputs, partial buffers, outputs.
