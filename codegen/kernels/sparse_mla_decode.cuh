@@ -4,16 +4,16 @@
 // One CTA per (request b, group of HEADS heads, split of the top-k range). The CTA walks its
 // split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
 // shared-memory ring of GLM_RING entries of 16 rows (at least two tiles; an odd count keeps part
-// of the tile after next in flight during a tile's math); each row (latent 512 + rope 64, bf16) is read once and serves
-// both products: S = Q K^T over all 576 columns, then O += P V over the first 512. Online
-// softmax in fp32 (log2 domain). The splits of one (request, head group) are merged in the
-// same launch, no separate combine kernel: the launch groups C consecutive splits into a
-// thread-block cluster (C = 1, 2, 4 or 8; splits a multiple of C), which merges its C partial
-// results through distributed shared memory, each CTA one 512 / C column chunk; with more than
-// one cluster per group, each chunk's last CTA to finish -- an atomic counter per (request,
-// head group, chunk) says which -- merges that chunk over the clusters' partials in global
-// memory. The merging CTA writes the bf16 latent output (the next product's operand) and the
-// fp32 log-sum-exp.
+// of the tile after next in flight during a tile's math); each row (latent 512 + rope 64, bf16)
+// is read once and serves both products: S = Q K^T over all 576 columns, then O += P V over the
+// first 512. Online softmax in fp32 (log2 domain). The splits of one (request, head group) are
+// merged in the same launch, no separate combine kernel: the launch groups C consecutive splits
+// into a thread-block cluster (C = 1, 2, 4 or 8; splits a multiple of C), which merges its C
+// partial results through distributed shared memory, each CTA one 512 / C column chunk; with
+// more than one cluster per group, each chunk's last CTA to finish -- an atomic counter per
+// (request, head group, chunk) says which -- merges that chunk over the clusters' partials in
+// global memory. The merging CTA writes the bf16 latent output (the next product's operand) and
+// the fp32 log-sum-exp.
 // Invariant: every counter is 0 when a launch starts (zeroed once at allocation; the merging CTA
 // resets its chunk's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
 //
@@ -30,7 +30,8 @@
 //
 // Instantiation constants (defined before this file by the code generator):
 //   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
-//   GLM_RING (16-row ring entries, >= 2 tiles' worth), GLM_WARPS (4 or 8), GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK;
+//   GLM_RING (16-row ring entries, >= 2 tiles' worth), GLM_WARPS (4 or 8), GLM_D_LATENT (512),
+//   GLM_D_ROPE (64), GLM_TOPK;
 //   optionally GLM_MIN_CTAS (tuning; see below).
 #pragma once
 #include "common.cuh"
