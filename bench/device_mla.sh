@@ -16,8 +16,8 @@ SHAPE=${3:-8:128}
 mkdir -p "$OUT"
 export GLM5C_CACHE_DIR=${GLM5C_CACHE_DIR:-/tmp/glm5c-cache}
 {
-  "$B" --tiles sm_120a --no-sweep --reps 30 --gather-probe
-  "$B" --tiles sm_120a --sm120-occupancy --no-sweep --reps 30 --skip-checks
+  "$B" --tiles sm_120a --no-sweep --reps 30 --gather-probe --heads-per-cta 16,8
+  "$B" --tiles sm_120a --sm120-occupancy --no-sweep --reps 30 --skip-checks --heads-per-cta 16,8
   "$B" --tiles sm_120a --no-gather --no-sweep --reps 20 --skip-checks
 } > "$OUT/mla-tables.txt" 2>&1
 "$B" --tiles sm_120a --shapes 8:1,8:8,16:8,64:8,8:32 --reps 20 > "$OUT/mla-sweep.txt" 2>&1

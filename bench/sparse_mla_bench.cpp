@@ -14,10 +14,12 @@
 // per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
 // so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
 // an H200's 228 KB would take. --splits/--cluster time one split count and cluster
-// size only (profiling); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row entries) instead of the
-// registry's first fit (tuning kSparseMlaTiles); --no-gather times every shape with all slots
-// masked (no row loaded, every product computed: the kernel's work without its memory traffic);
-// --gather-probe also times, at each shape, a kernel that only reads the selected rows.
+// size only (profiling); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row
+// entries) instead of the registry's first fit (tuning kSparseMlaTiles); --no-gather times every
+// shape with all slots masked (no row loaded, every product computed: the kernel's work without its
+// memory traffic);
+// --gather-probe also times, at each shape, a kernel that only reads the selected rows;
+// --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M).
 // The sweep otherwise tries each power-of-two split count both with the
 // launch geometry's cluster size and without clusters.
 #include "bench/bench_util.h"
@@ -52,18 +54,16 @@ struct Kernel {
 };
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring) {
+             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
   if (tileN > 0) { // --variants: a tile shape other than the registry's first fit
     cfg->tileN = tileN;
     cfg->ring = ring;
-    cfg->variant = sparseMlaDecodeVariant(tileN, ring);
   }
   if (warps > 0)
     cfg->threads = 32 * warps;
-  cfg->dynamicSmem =
-      sparseMlaDecodeSmem(cfg->shape, cfg->tileN, cfg->ring, cfg->threads / 32);
+  *cfg = sparseMlaDecodeWithHeads(*cfg, heads, tiles); // name and shared memory for the above
   if (minCtas > 0)
     cfg->minCtas = minCtas;
   cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
@@ -111,8 +111,8 @@ cu::Function benchKernel(cu::Driver &drv, const std::string &codeArch, const Nvr
 // small shapes have).
 double emptyKernelUs(cu::Driver &drv, const std::string &codeArch, const NvrtcCompiler &nvrtc,
                      cu::Stream stream, int reps) {
-  cu::Function f = benchKernel(drv, codeArch, nvrtc, "empty",
-                               "extern \"C\" __global__ void empty() {}\n");
+  cu::Function f =
+      benchKernel(drv, codeArch, nvrtc, "empty", "extern \"C\" __global__ void empty() {}\n");
   return glm5c::bench::timeGraph(drv, stream, 8, reps, [&](size_t) {
     CHECK_OK(drv.launch(f, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, "empty"));
   });
@@ -196,7 +196,9 @@ void makeProblem(cu::Driver &drv, Problem &p, uint64_t seed, bool holes) {
   upload(&p.dkv, p.kv.data(), p.kv.size() * 2, "kv");
   upload(&p.didx, p.idx.data(), p.idx.size() * 4, "indices");
   allocPartials(drv, p);
-  const size_t counterBytes = size_t(p.B) * ((p.H + 15) / 16) * 4 * glm5rt::launch::kSparseMlaMaxCluster;
+  // Enough for 8 heads per CTA (--heads-per-cta 8) as well as 16.
+  const size_t counterBytes =
+      size_t(p.B) * ((p.H + 7) / 8) * 4 * glm5rt::launch::kSparseMlaMaxCluster;
   CHECK_OK(drv.malloc(&p.dcount, counterBytes, "merge counters"));
   CHECK_OK(drv.memsetD8(p.dcount, 0, counterBytes));
   CHECK_OK(drv.malloc(&p.dout, size_t(p.B) * p.H * 512 * 2, "out")); // bf16
@@ -210,7 +212,7 @@ void freeProblem(cu::Driver &drv, Problem &p) {
 
 void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   const int topk = 2048;
-  int groups = (p.H + 15) / 16;
+  int groups = (p.H + k.cfg.heads - 1) / k.cfg.heads;
   int perSplit = (topk + p.splits - 1) / p.splits;
   perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
   int slots = p.B * p.ctx;
@@ -219,8 +221,7 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
                   &p.dlse, &p.dcount, &p.H,   &slots,  &p.splits, &perSplit, &scaleLog2};
   CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
                                static_cast<unsigned>(p.cluster),
-                               static_cast<unsigned>(k.launchSmem), s, args,
-                               "sparse_mla_decode"));
+                               static_cast<unsigned>(k.launchSmem), s, args, "sparse_mla_decode"));
 }
 
 // Relative errors of the output and the LSE against the host reference.
@@ -282,7 +283,7 @@ int main(int argc, char **argv) {
   int forcedSplits = 0, forcedCluster = 0;
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
-                           minCtasList = {"0"}, variantList = {"0:0"};
+                           minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"16"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -305,6 +306,8 @@ int main(int argc, char **argv) {
       minCtasList = splitList(argv[++i]);
     else if (a == "--variants" && i + 1 < argc) // TILE_N:RING,...
       variantList = splitList(argv[++i]);
+    else if (a == "--heads-per-cta" && i + 1 < argc) // 16 (the registry's) and/or 8
+      headsList = splitList(argv[++i]);
     else if (a == "--no-gather") // time with every slot masked: the kernel's work without loads
       noGather = true;
     else if (a == "--gather-probe") // also time the gather alone at each shape
@@ -318,7 +321,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
-                   "[--no-gather] [--gather-probe]\n",
+                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8]\n",
                    argv[0]);
       return 2;
     }
@@ -340,152 +343,171 @@ int main(int argc, char **argv) {
 
   for (const std::string &tn : tileNames)
     for (const std::string &wn : warpList)
-    for (const std::string &mn : minCtasList)
-    for (const std::string &vn : variantList) {
-      const Target *tiles = findTarget(tn);
-      if (!tiles) {
-        std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
-                     targetNames().c_str());
-        return 2;
-      }
-      const int warps = std::atoi(wn.c_str());
-      if (warps != 0 && warps != 4 && warps != 8) {
-        std::fprintf(stderr, "--warps takes 4 or 8\n");
-        return 2;
-      }
-      // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
-      const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str()) : sm120Occupancy ? 1 : 0;
-      const int vTile = std::atoi(vn.c_str()),
-                vRing = vn.find(':') == std::string::npos ? 0 : std::atoi(vn.c_str() + vn.find(':') + 1);
-      if (vTile != 0 && (vTile % 32 != 0 || vRing < 2 * vTile / 16)) {
-        std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
-                             "entries) >= two tiles\n");
-        return 2;
-      }
-      Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing);
-      if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
-        std::printf("%s: %lld B shared memory does not fit this device\n", k.cfg.variant.c_str(),
-                    static_cast<long long>(k.cfg.dynamicSmem));
-        continue;
-      }
-      if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
-        k.launchSmem = std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
-      int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
-      CHECK_OK(drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
-      k.cfg.ctasPerSm = std::max(ctas, 1);
-      std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
-      const std::string label = tn + "/t" + std::to_string(k.cfg.tileN) + "r" +
-                                std::to_string(k.cfg.ring) + "w" +
-                                std::to_string(k.cfg.threads / 32) + "m" +
-                                std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
-      // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
-      // splits.
-      struct Case {
-        int B, H, ctx, splits, cluster;
-      } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
-                   {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 16, 8192, 64, 1},
-                   {2, 12, 4096, 4, 2},  {32, 8, 8192, 8, 1}, {128, 8, 8192, 2, 1},
-                   {8, 64, 8192, 8, 1}};
-      for (const Case &c : cases) {
-        if (skipChecks)
-          break;
-        Problem p{c.B, c.H, c.ctx, c.splits, c.cluster};
-        makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
-        auto [eo, el] = check(drv, k, p, stream);
-        bool ok = eo <= 1e-2 && el <= 1e-2;
-        failed |= !ok;
-        std::printf(
-            "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d cluster=%d  rel err out %.2e lse "
-            "%.2e  %s\n",
-            label.c_str(), c.B, c.H, c.ctx, c.splits, c.cluster, eo, el, ok ? "ok" : "FAILED");
-        freeProblem(drv, p);
-      }
-      if (checkOnly)
-        continue;
-
-      // Each shape at the launch geometry's split count (marked *), then at the other powers of two
-      // up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips it).
-      std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
-                  "cluster", "us", "GB/s", "% bw", "TFLOP/s");
-      for (int H : {8, 16, 64})
-        for (int B : {1, 8, 32, 128}) {
-          if (!shapes.empty() &&
-              std::find(shapes.begin(), shapes.end(),
-                        std::to_string(H) + ":" + std::to_string(B)) == shapes.end())
-            continue;
-          const int ctx = 8192, topk = 2048;
-          const int chosen = sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
-          double kvBytes = double(B) * ctx * 1152;
-          int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
-          const int64_t groups = int64_t(B) * ((H + 15) / 16);
-          const int chosenCluster = glm5rt::launch::sparseMlaCluster(chosen, groups);
-          std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen, chosenCluster});
-          for (int s = 0; s < sets; ++s) {
-            makeProblem(drv, ps[s], 1000 + s, false);
-            if (noGather) { // every slot masked: no row is loaded, every product still runs
-              std::fill(ps[s].idx.begin(), ps[s].idx.end(), -1);
-              CHECK_OK(drv.copyToDevice(ps[s].didx, ps[s].idx.data(), ps[s].idx.size() * 4));
+      for (const std::string &mn : minCtasList)
+        for (const std::string &vn : variantList)
+          for (const std::string &hn : headsList) {
+            const Target *tiles = findTarget(tn);
+            if (!tiles) {
+              std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
+                           targetNames().c_str());
+              return 2;
             }
-          }
-          if (probe) {
-            double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps, [&](size_t i) {
-              int slots = ps[i].B * ps[i].ctx;
-              void *args[] = {&ps[i].dkv, &ps[i].didx, &slots, &sink};
-              CHECK_OK(drv.launch(probeFn, 2048 / 64, ps[i].B, 1, 256, 1, 1, 0, stream, args,
-                                  "gather_probe"));
-            });
-            const double rowBytes = double(B) * topk * 1152;
-            std::printf("  %-19s %3d %4d gather probe %9.1f us %9.0f GB/s %7.1f %% bw\n",
-                        "", H, B, us, rowBytes / us / 1e3, 100.0 * rowBytes / us / 1e3 / 4230.0);
-          }
-          std::vector<std::pair<int, int>> cands; // (splits, cluster)
-          if (forcedSplits > 0)
-            cands.push_back({forcedSplits, forcedCluster > 0
-                                               ? forcedCluster
-                                               : glm5rt::launch::sparseMlaCluster(forcedSplits, 1)});
-          else
-            cands.push_back({chosen, chosenCluster});
-          for (int sp = 1; forcedSplits == 0 && sweep && sp <= topk / k.cfg.tileN; sp *= 2) {
-            if (double(B) * H * sp * 2048 * sets > 1e9)
+            const int warps = std::atoi(wn.c_str());
+            if (warps != 0 && warps != 4 && warps != 8) {
+              std::fprintf(stderr, "--warps takes 4 or 8\n");
+              return 2;
+            }
+            // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
+            const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str())
+                                : sm120Occupancy          ? 1
+                                                          : 0;
+            const int vTile = std::atoi(vn.c_str()),
+                      vRing = vn.find(':') == std::string::npos
+                                  ? 0
+                                  : std::atoi(vn.c_str() + vn.find(':') + 1);
+            if (vTile != 0 && (vTile % 32 != 0 || vRing < 2 * vTile / 16)) {
+              std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
+                                   "entries) >= two tiles\n");
+              return 2;
+            }
+            const int heads = std::atoi(hn.c_str());
+            if (heads != 16 && heads != 8) {
+              std::fprintf(stderr, "--heads-per-cta takes 16 or 8\n");
+              return 2;
+            }
+            Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads);
+            if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
+              std::printf("%s: %lld B shared memory does not fit this device\n",
+                          k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));
               continue;
-            for (int cl : {glm5rt::launch::sparseMlaCluster(sp, 1), 1})
-              if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) == cands.end())
-                cands.push_back({sp, cl});
-          }
-          double best = 1e30;
-          std::pair<int, int> bestCand = cands[0];
-          for (auto [splits, cluster] : cands) {
-            for (Problem &p : ps) {
-              p.splits = splits;
-              p.cluster = cluster;
-              allocPartials(drv, p);
             }
-            auto [eo, el] = noGather ? std::pair<double, double>{0, 0} : check(drv, k, ps[0], stream);
-            bool ok = eo <= 1e-2 && el <= 1e-2;
-            failed |= !ok;
-            double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps,
-                                                [&](size_t i) { launch(drv, k, ps[i], stream); });
-            double bytes =
-                double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
-            double flops = 2.0 * B * H * topk * (576 + 512);
-            const bool isChosen = splits == chosen && cluster == chosenCluster;
-            std::printf("  %-19s %3d %4d %5d%s %7d %9.1f %9.0f %7.1f %9.1f%s\n", label.c_str(), H,
-                        B, splits, isChosen ? "*" : " ", cluster, us, bytes / us / 1e3,
-                        100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
-                        ok ? "" : "  (check FAILED)");
-            if (!ok)
-              std::printf("    rel err out %.2e lse %.2e\n", eo, el);
-            if (us < best) {
-              best = us;
-              bestCand = {splits, cluster};
+            if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
+              k.launchSmem =
+                  std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
+            int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
+            CHECK_OK(
+                drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
+            k.cfg.ctasPerSm = std::max(ctas, 1);
+            std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
+            const std::string label =
+                tn + (heads == 8 ? "/h8" : "") + "/t" + std::to_string(k.cfg.tileN) + "r" +
+                std::to_string(k.cfg.ring) + "w" + std::to_string(k.cfg.threads / 32) + "m" +
+                std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
+            // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
+            // splits.
+            struct Case {
+              int B, H, ctx, splits, cluster;
+            } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
+                         {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 16, 8192, 64, 1},
+                         {2, 12, 4096, 4, 2},  {32, 8, 8192, 8, 1}, {128, 8, 8192, 2, 1},
+                         {8, 64, 8192, 8, 1}};
+            for (const Case &c : cases) {
+              if (skipChecks)
+                break;
+              Problem p{c.B, c.H, c.ctx, c.splits, c.cluster};
+              makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
+              auto [eo, el] = check(drv, k, p, stream);
+              bool ok = eo <= 1e-2 && el <= 1e-2;
+              failed |= !ok;
+              std::printf(
+                  "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d cluster=%d  rel err out %.2e lse "
+                  "%.2e  %s\n",
+                  label.c_str(), c.B, c.H, c.ctx, c.splits, c.cluster, eo, el,
+                  ok ? "ok" : "FAILED");
+              freeProblem(drv, p);
             }
+            if (checkOnly)
+              continue;
+
+            // Each shape at the launch geometry's split count (marked *), then at the other powers
+            // of two up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips
+            // it).
+            std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
+                        "cluster", "us", "GB/s", "% bw", "TFLOP/s");
+            for (int H : {8, 16, 64})
+              for (int B : {1, 8, 32, 128}) {
+                if (!shapes.empty() &&
+                    std::find(shapes.begin(), shapes.end(),
+                              std::to_string(H) + ":" + std::to_string(B)) == shapes.end())
+                  continue;
+                const int ctx = 8192, topk = 2048;
+                const int chosen =
+                    sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
+                double kvBytes = double(B) * ctx * 1152;
+                int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
+                const int64_t groups = int64_t(B) * ((H + k.cfg.heads - 1) / k.cfg.heads);
+                const int chosenCluster = glm5rt::launch::sparseMlaCluster(chosen, groups);
+                std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen, chosenCluster});
+                for (int s = 0; s < sets; ++s) {
+                  makeProblem(drv, ps[s], 1000 + s, false);
+                  if (noGather) { // every slot masked: no row is loaded, every product still runs
+                    std::fill(ps[s].idx.begin(), ps[s].idx.end(), -1);
+                    CHECK_OK(drv.copyToDevice(ps[s].didx, ps[s].idx.data(), ps[s].idx.size() * 4));
+                  }
+                }
+                if (probe) {
+                  double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps, [&](size_t i) {
+                    int slots = ps[i].B * ps[i].ctx;
+                    void *args[] = {&ps[i].dkv, &ps[i].didx, &slots, &sink};
+                    CHECK_OK(drv.launch(probeFn, 2048 / 64, ps[i].B, 1, 256, 1, 1, 0, stream, args,
+                                        "gather_probe"));
+                  });
+                  const double rowBytes = double(B) * topk * 1152;
+                  std::printf("  %-19s %3d %4d gather probe %9.1f us %9.0f GB/s %7.1f %% bw\n", "",
+                              H, B, us, rowBytes / us / 1e3, 100.0 * rowBytes / us / 1e3 / 4230.0);
+                }
+                std::vector<std::pair<int, int>> cands; // (splits, cluster)
+                if (forcedSplits > 0)
+                  cands.push_back(
+                      {forcedSplits, forcedCluster > 0
+                                         ? forcedCluster
+                                         : glm5rt::launch::sparseMlaCluster(forcedSplits, 1)});
+                else
+                  cands.push_back({chosen, chosenCluster});
+                for (int sp = 1; forcedSplits == 0 && sweep && sp <= topk / k.cfg.tileN; sp *= 2) {
+                  if (double(B) * H * sp * 2048 * sets > 1e9)
+                    continue;
+                  for (int cl : {glm5rt::launch::sparseMlaCluster(sp, 1), 1})
+                    if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) ==
+                        cands.end())
+                      cands.push_back({sp, cl});
+                }
+                double best = 1e30;
+                std::pair<int, int> bestCand = cands[0];
+                for (auto [splits, cluster] : cands) {
+                  for (Problem &p : ps) {
+                    p.splits = splits;
+                    p.cluster = cluster;
+                    allocPartials(drv, p);
+                  }
+                  auto [eo, el] =
+                      noGather ? std::pair<double, double>{0, 0} : check(drv, k, ps[0], stream);
+                  bool ok = eo <= 1e-2 && el <= 1e-2;
+                  failed |= !ok;
+                  double us = glm5c::bench::timeGraph(drv, stream, ps.size(), reps, [&](size_t i) {
+                    launch(drv, k, ps[i], stream);
+                  });
+                  double bytes =
+                      double(B) * topk * 1152 + double(B) * H * 576 * 2 + double(B) * H * 512 * 2;
+                  double flops = 2.0 * B * H * topk * (576 + 512);
+                  const bool isChosen = splits == chosen && cluster == chosenCluster;
+                  std::printf("  %-19s %3d %4d %5d%s %7d %9.1f %9.0f %7.1f %9.1f%s\n",
+                              label.c_str(), H, B, splits, isChosen ? "*" : " ", cluster, us,
+                              bytes / us / 1e3, 100.0 * bytes / us / 1e3 / 4230.0, flops / us / 1e6,
+                              ok ? "" : "  (check FAILED)");
+                  if (!ok)
+                    std::printf("    rel err out %.2e lse %.2e\n", eo, el);
+                  if (us < best) {
+                    best = us;
+                    bestCand = {splits, cluster};
+                  }
+                }
+                if (cands.size() > 1)
+                  std::printf("  %-19s %3d %4d best splits %d cluster %d: %.1f us\n", label.c_str(),
+                              H, B, bestCand.first, bestCand.second, best);
+                for (Problem &p : ps)
+                  freeProblem(drv, p);
+              }
           }
-          if (cands.size() > 1)
-            std::printf("  %-19s %3d %4d best splits %d cluster %d: %.1f us\n", label.c_str(), H,
-                        B, bestCand.first, bestCand.second, best);
-          for (Problem &p : ps)
-            freeProblem(drv, p);
-        }
-    }
   return failed ? 1 : 0;
 }

@@ -82,6 +82,13 @@ __device__ __forceinline__ void glm_ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
                : "r"(addr));
 }
 
+// Two 8x8 bf16 matrices; lanes 0-15 supply the row addresses (matrix l / 8, row l % 8).
+__device__ __forceinline__ void glm_ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+}
+
 __device__ __forceinline__ void glm_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

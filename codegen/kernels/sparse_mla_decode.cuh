@@ -50,7 +50,9 @@
 #define GLM_S_K (GLM_D / GLM_S_KSPLIT)
 #define GLM_S_KSTEPS (GLM_S_K / 16)
 #define GLM_O_COLS_PER_WARP (GLM_D_LATENT / GLM_WARPS)
-#define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)
+#define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)  // 16 heads: n8 tiles of output columns
+#define GLM_O_MTILES (GLM_O_COLS_PER_WARP / 16) // 8 heads: m16 tiles of output columns
+#define GLM_S_MTILES (GLM_S_TOKENS_PER_WARP / 16) // 8 heads: m16 tiles of tokens per warp
 #define GLM_GATHER_ROWS (GLM_THREADS / 8) // 8 threads per row, 9 chunks of 16 B each
 // The ring: GLM_RING entries of GLM_ENTRY_N rows; tile t is entries t GLM_TILE_ENTRIES .. (mod).
 #define GLM_ENTRY_N 16
@@ -58,7 +60,8 @@
 #define GLM_GATHER_SETS (GLM_GATHER_ROWS / GLM_ENTRY_N) // thread sets gathering one entry each
 #define GLM_ROWS_PER_THREAD (GLM_TILE_ENTRIES / GLM_GATHER_SETS) // per refill (one tile)
 
-static_assert(GLM_HEADS == 16, "one m16 tile of heads per CTA");
+static_assert(GLM_HEADS == 16 || GLM_HEADS == 8,
+              "16 heads: one m16 tile of heads; 8 heads: the tokens as the mma M, the heads its N");
 static_assert(GLM_WARPS == 4 || GLM_WARPS == 8, "4 or 8 warps");
 static_assert(GLM_S_GROUPS * GLM_S_NTILES == GLM_NT && GLM_S_NTILES % 2 == 0,
               "pairs of n8 tiles of tokens per warp");
@@ -210,6 +213,34 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   int slots[GLM_ROWS_PER_THREAD];
   fetch_refill(1, slots);
 
+  // The tile loop's ring side: tile_begin(tile) makes the tile's rows visible to every warp,
+  // tile_row(r) is where row r of the current tile sits, tile_end() moves to the next tile.
+  // Iteration k >= 1 refills the entries of tile k - 1 as soon as every warp is done with them,
+  // before waiting for tile k, so that the wait has the refill in flight too. Then GLM_RING +
+  // GLM_TILE_ENTRIES k groups are committed and tile k needs groups .. GLM_TILE_ENTRIES (k + 1)
+  // - 1: at most GLM_RING - GLM_TILE_ENTRIES may be pending. Tile 0 is waited for with Q, below.
+  int entry0 = 0; // ring entry of the tile's first 16 rows: (tile GLM_TILE_ENTRIES) % GLM_RING
+  auto tile_begin = [&](int tile) {
+    if (tile >= 1) {
+      __syncthreads(); // every warp is done with tile - 1
+      load_refill(tile, slots);
+      fetch_refill(tile + 1, slots); // consumed next iteration
+      glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
+    }
+    __syncthreads(); // the tile landed and is visible to every warp
+  };
+  // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
+  auto tile_row = [&](int r) {
+    int re = entry0 + r / GLM_ENTRY_N;
+    re -= re >= GLM_RING ? GLM_RING : 0;
+    return re * GLM_ENTRY_N + r % GLM_ENTRY_N;
+  };
+  auto tile_end = [&]() {
+    entry0 += GLM_TILE_ENTRIES;
+    entry0 -= entry0 >= GLM_RING ? GLM_RING : 0;
+  };
+
+#if GLM_HEADS == 16
   float o[GLM_O_NTILES][4];
 #pragma unroll
   for (int n = 0; n < GLM_O_NTILES; ++n)
@@ -236,26 +267,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     glm_ldmatrix_x4(qa[kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
                                           (lane / 16) * 8));
 
-  int entry0 = 0; // ring entry of the tile's first 16 rows: (tile GLM_TILE_ENTRIES) % GLM_RING
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // Iteration k >= 1 refills the entries of tile k - 1 as soon as every warp is done with them,
-    // before waiting for tile k, so that the wait has the refill in flight too. Then GLM_RING +
-    // GLM_TILE_ENTRIES k groups are committed and tile k needs groups .. GLM_TILE_ENTRIES (k + 1)
-    // - 1: at most GLM_RING - GLM_TILE_ENTRIES may be pending. Tile 0 was waited for above, with
-    // Q.
-    if (tile >= 1) {
-      __syncthreads(); // every warp is done with tile - 1
-      load_refill(tile, slots);
-      fetch_refill(tile + 1, slots); // consumed next iteration
-      glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
-    }
-    __syncthreads(); // the tile landed and is visible to every warp
-    // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
-    auto tile_row = [&](int r) {
-      int re = entry0 + r / GLM_ENTRY_N;
-      re -= re >= GLM_RING ? GLM_RING : 0;
-      return re * GLM_ENTRY_N + r % GLM_ENTRY_N;
-    };
+    tile_begin(tile);
 
     // S = Q K^T for this warp's tokens and k-part: 16 heads x GLM_S_TOKENS_PER_WARP, k over
     // GLM_S_K columns. With registers to spare (one CTA per SM), two accumulator chains per
@@ -401,8 +414,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(o[n + 1], a, bfrag[2], bfrag[3]);
       }
     }
-    entry0 += GLM_TILE_ENTRIES;
-    entry0 -= entry0 >= GLM_RING ? GLM_RING : 0;
+    tile_end();
   }
   // The row sums: this thread's share -> its quad -> the first k-part's warps, through red_sum.
   // Every warp then holds the CTA's l_run for rows g and g + 8.
@@ -425,6 +437,183 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       l_run[r] += red_sum[w * GLM_HEADS + g + 8 * r];
   }
   const float *m_run = m_ref;
+#else // GLM_HEADS == 8
+  // Warp (sg, kpart): S^T = K Q^T over the m16 tiles of tokens [tok0, tok0 +
+  // GLM_S_TOKENS_PER_WARP) and k-part kpart's columns, the 8 heads as the mma N (no padding);
+  // O^T += V^T P^T over latent columns [col0, col0 + GLM_O_COLS_PER_WARP), k = the tile's tokens.
+  const int sg = warp % GLM_S_GROUPS, kpart = warp / GLM_S_GROUPS; // this warp's part of S
+  const int tok0 = sg * GLM_S_TOKENS_PER_WARP, kbeg = kpart * GLM_S_K;
+  const int col0 = warp * GLM_O_COLS_PER_WARP;
+  // O^T fragments: o[mt] holds (column g, g + 8 of m16 tile mt) x (heads 2t, 2t + 1).
+  float o[GLM_O_MTILES][4];
+#pragma unroll
+  for (int mt = 0; mt < GLM_O_MTILES; ++mt)
+    o[mt][0] = o[mt][1] = o[mt][2] = o[mt][3] = 0.f;
+  // Softmax state of heads 2t and 2t + 1, log2 domain, as in the 16-head layout: a reference
+  // maximum every warp agrees on, moved only when a tile passes it by more than the slack.
+  float m_ref[2] = {GLM_MASKED, GLM_MASKED};
+  float l_part[2] = {0.f, 0.f};
+
+  // Q rides in entry 0's commit group (see the 16-head layout). Each warp loads Q's B fragments
+  // (k16 x the 8 heads) for its GLM_S_K columns once.
+  glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
+  __syncthreads();
+  uint32_t qb[GLM_S_KSTEPS][2];
+#pragma unroll
+  for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) // matrices (heads, k 0-7), (heads, k 8-15)
+    glm_ldmatrix_x2(qb[kk], glm_smem_addr(sq + (lane % 8) * GLM_ROW + kbeg + 16 * kk +
+                                          ((lane / 8) % 2) * 8));
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    tile_begin(tile);
+
+    // S^T for this warp's m-tiles (16 tokens each) x 8 heads over its GLM_S_K columns; two
+    // accumulator chains with registers to spare, as in the 16-head layout.
+    float s[GLM_S_MTILES][4], s2[GLM_S_MTILES][4];
+#pragma unroll
+    for (int mt = 0; mt < GLM_S_MTILES; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[mt][e] = s2[mt][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
+#pragma unroll
+      for (int mt = 0; mt < GLM_S_MTILES; ++mt) {
+        // A: tokens (rows) x k; the m-tile's 16 tokens are one ring entry.
+        uint32_t a[4];
+        glm_ldmatrix_x4(a, glm_smem_addr(skv + (tile_row(tok0 + 16 * mt) + lane % 16) * GLM_ROW +
+                                         kbeg + 16 * kk + (lane / 16) * 8));
+        const bool odd = GLM_MIN_CTAS == 1 && kk % 2;
+        glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < GLM_S_MTILES; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[mt][e] += s2[mt][e];
+    // The other k-parts hand their partial scores to the first (same lane, same fragment slot).
+    constexpr int kPartFloats = GLM_S_MTILES * 4 * 32;
+    if (kpart > 0) {
+      float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * kPartFloats + lane;
+#pragma unroll
+      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          my_part[(mt * 4 + e) * 32] = s[mt][e];
+    }
+    __syncthreads();
+
+    // The first k-part's warps own the full scores: s[mt][e] is token tok0 + 16 mt + g + 8 (e /
+    // 2), head 2t + e % 2. P^T = exp2(S^T - m_ref) (0 for masked slots) as bf16 [head][token].
+    float tsum[2] = {0.f, 0.f}, mx[2] = {GLM_MASKED, GLM_MASKED};
+    int rescale = 0;
+    auto write_p = [&]() {
+#pragma unroll
+      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float p = s[mt][e] == GLM_MASKED ? 0.f : glm_exp2(s[mt][e] - m_ref[e % 2]);
+          tsum[e % 2] += p;
+          sp[(2 * t + e % 2) * GLM_P_ROW + tok0 + 16 * mt + g + 8 * (e / 2)] = glm_f32_to_bf16(p);
+        }
+    };
+    if (kpart == 0) {
+#pragma unroll
+      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+#pragma unroll
+          for (int p = 1; p < GLM_S_KSPLIT; ++p)
+            s[mt][e] += spart[((p - 1) * GLM_S_GROUPS + sg) * kPartFloats + (mt * 4 + e) * 32 + lane];
+          const int vrow = tile_row(tok0 + 16 * mt) + g + 8 * (e / 2);
+          s[mt][e] = svalid[vrow] ? s[mt][e] * scale_log2 : GLM_MASKED;
+          mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) // over the tokens: the lanes of the same t
+#pragma unroll
+        for (int x = 4; x < 32; x <<= 1)
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
+      rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
+      if (!rescale)
+        write_p();
+    }
+    // P^T is visible to every warp, and every warp learns whether a head needs a new reference.
+    if (__syncthreads_or(rescale)) {
+      if (kpart == 0 && g == 0) {
+        red_max[sg * GLM_HEADS + 2 * t] = mx[0];
+        red_max[sg * GLM_HEADS + 2 * t + 1] = mx[1];
+      }
+      __syncthreads();
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float tm = GLM_MASKED;
+#pragma unroll
+        for (int w = 0; w < GLM_S_GROUPS; ++w)
+          tm = fmaxf(tm, red_max[w * GLM_HEADS + 2 * t + h]);
+        const float m_new = fmaxf(m_ref[h], tm);
+        alpha[h] = glm_exp2(m_ref[h] - m_new); // 1 while both are still GLM_MASKED
+        m_ref[h] = m_new;
+        l_part[h] *= alpha[h];
+      }
+#pragma unroll
+      for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
+        o[mt][0] *= alpha[0];
+        o[mt][1] *= alpha[1];
+        o[mt][2] *= alpha[0];
+        o[mt][3] *= alpha[1];
+      }
+      if (kpart == 0) {
+        tsum[0] = tsum[1] = 0.f;
+        write_p();
+      }
+      __syncthreads(); // P^T visible; red_max free for the next slow path
+    }
+    l_part[0] += tsum[0];
+    l_part[1] += tsum[1];
+
+    // O^T += V^T P^T: per k-step of 16 tokens (one ring entry), B = P^T (tokens x heads), A = V^T
+    // (this warp's m16 tiles of columns x tokens, ldmatrix.trans of the cached rows).
+#pragma unroll
+    for (int k = 0; k < GLM_TILE_N; k += 16) {
+      uint32_t b[2]; // matrices (heads, tokens k..k+7), (heads, k+8..k+15)
+      glm_ldmatrix_x2(b, glm_smem_addr(sp + (lane % 8) * GLM_P_ROW + k + ((lane / 8) % 2) * 8));
+      const int vrow = tile_row(k), mat = lane / 8;
+#pragma unroll
+      for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
+        // matrices, transposed: (columns c..c+7, tokens k..k+7), (c+8.., k..), (c.., k+8..),
+        // (c+8.., k+8..).
+        uint32_t a[4];
+        glm_ldmatrix_x4_trans(a, glm_smem_addr(skv + (vrow + (mat / 2) * 8 + lane % 8) * GLM_ROW +
+                                               col0 + 16 * mt + (mat % 2) * 8));
+        glm_mma_bf16_16816(o[mt], a, b[0], b[1]);
+      }
+    }
+    tile_end();
+  }
+  // The row sums of heads 2t, 2t + 1: this thread's tokens -> the lanes of the same t -> the
+  // first k-part's warps, through red_sum. Every warp then holds l_run for its two heads.
+  float l_run[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int x = 4; x < 32; x <<= 1)
+      l_part[h] += __shfl_xor_sync(0xffffffffu, l_part[h], x);
+  if (kpart == 0 && g == 0) {
+    red_sum[sg * GLM_HEADS + 2 * t] = l_part[0];
+    red_sum[sg * GLM_HEADS + 2 * t + 1] = l_part[1];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] = 0.f;
+#pragma unroll
+    for (int w = 0; w < GLM_S_GROUPS; ++w)
+      l_run[h] += red_sum[w * GLM_HEADS + 2 * t + h];
+  }
+#endif
   glm_cp_async_wait<0>();
   __syncthreads(); // every warp is done with the ring: the merge's staging reuses it
 
@@ -443,6 +632,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float *xwt = mlse + GLM_HEADS;                 // [GLM_HEADS][GLM_MAX_XSPLITS] stage 2 weights
   float *xlse = xwt + GLM_HEADS * GLM_MAX_XSPLITS; // [GLM_HEADS]
   const float kNegInf = -__int_as_float(0x7f800000);
+#if GLM_HEADS == 16
   {
     const int col0 = warp * GLM_O_COLS_PER_WARP + 2 * t;
 #pragma unroll
@@ -458,6 +648,24 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         stage_lse[g + 8 * r] = l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf;
     }
   }
+#else
+  {
+    // o[mt][e]: column col0 + 16 mt + g + 8 (e / 2), head 2t + e % 2.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+      float *row = stage_o + (2 * t + h) * GLM_STAGE_ROW + col0 + g;
+#pragma unroll
+      for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
+        row[16 * mt] = o[mt][h] * inv;
+        row[16 * mt + 8] = o[mt][h + 2] * inv;
+      }
+      // An empty row (every slot masked) has lse -inf and weight 0.
+      if (warp == 0 && g == 0)
+        stage_lse[2 * t + h] = l_run[h] > 0.f ? m_ref[h] + log2f(l_run[h]) : kNegInf;
+    }
+  }
+#endif
   const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
   if (csize > 1) {
     glm_cluster_arrive();

@@ -64,6 +64,11 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
     }
     return c;
   }
+  // At most 8 heads (GLM-5 at tensor-parallel 8): 8 heads per CTA, the tokens as the mma M, so
+  // nothing is padded (half the mma work of the 16-head layout).
+  const int64_t opHeads = dim(q, "heads", 0);
+  if (opHeads > 0 && opHeads <= 8)
+    *cfg = sparseMlaDecodeWithHeads(*cfg, 8, tiles);
   c.ok = true;
   c.variant = cfg->variant;
   c.threads = cfg->threads;

@@ -11,17 +11,34 @@ using glm5rt::makeStatus;
 // Shared memory the system reserves per resident CTA.
 constexpr int64_t kReservedPerCta = 1024;
 
-int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps) {
+namespace {
+// Resident CTAs per SM the tile target's shared memory allows (at most 2).
+int ctasPerSmFor(const Target &tiles, int64_t smem) {
+  return static_cast<int>(std::clamp<int64_t>(tiles.sharedPerSM / (smem + kReservedPerCta), 1, 2));
+}
+} // namespace
+
+int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, int heads) {
   // Q (whose region then holds the k-parts' partial scores and P), the ring, the row maxima and
-  // sums of the GLM_S_GROUPS = warps / 4 token groups, the slots' valid flags.
-  const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
-  const int64_t heads = 16, groups = warps / 4;
+  // sums of the GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
   (void)tileN; // the ring's size does not depend on how many entries one tile takes
+  const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
+  const int64_t groups = warps / 4;
   return heads * row + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
 }
 
-std::string sparseMlaDecodeVariant(int tileN, int ring) {
-  return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring);
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads) {
+  return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring) +
+         (heads == 16 ? "" : "_h" + std::to_string(heads));
+}
+
+SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
+                                               const Target &tiles) {
+  cfg.heads = heads;
+  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads);
+  cfg.dynamicSmem = sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads);
+  cfg.ctasPerSm = ctasPerSmFor(tiles, cfg.dynamicSmem);
+  return cfg;
 }
 
 glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
@@ -48,8 +65,7 @@ glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tile
     cfg.ring = c[1];
     cfg.threads = 32 * kSparseMlaWarps;
     cfg.dynamicSmem = smem;
-    cfg.ctasPerSm = static_cast<int>(
-        std::clamp<int64_t>(tiles.sharedPerSM / (smem + kReservedPerCta), 1, 2));
+    cfg.ctasPerSm = ctasPerSmFor(tiles, smem);
     cfg.shape = shape;
     return cfg;
   }

@@ -45,10 +45,17 @@ struct SparseMlaDecodeConfig {
 };
 
 // Bytes of dynamic shared memory for a tile choice (mirrors sparse_mla_decode.cuh's layout).
-int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warps);
+int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warps,
+                            int heads = 16);
 
-// The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>".
-std::string sparseMlaDecodeVariant(int tileN, int ring);
+// The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>", "_h8" with 8 heads per CTA.
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16);
+
+// The same tiles with `heads` heads per CTA: 16 (one m16 tile of heads; fewer are padded) or 8
+// (the tokens as the mma M and the heads its N: no padding at 8 heads, half the mma work).
+// The registry takes 8 for ops of at most 8 heads; glm5c-bench-sparse-mla --heads-per-cta.
+SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
+                                               const Target &tiles);
 
 // Picks the largest tile and deepest ring that fit `tiles`' shared memory. On failure the
 // status lists every candidate and why it was rejected.

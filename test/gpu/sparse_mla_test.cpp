@@ -2,7 +2,7 @@
 // lists with -1 and out-of-range holes, head counts that do not fill a 16-head group, 1 to 64
 // splits in clusters of 1 to 8 (one cluster covering all splits, several clusters, and 64 splits
 // without clusters); every case launched twice, the second reusing the merge counters the first
-// left zeroed.
+// left zeroed. Both layouts: 16 heads per CTA (the registry's) and 8 (tokens as the mma M).
 #include "codegen/registry/SparseMla.h"
 #include "runtime/host/ops.h"
 #include "test/gpu/gpu_test.h"
@@ -22,85 +22,96 @@ void splitRows(const std::vector<float> &q, int L, int R, std::vector<float> *la
 } // namespace
 
 GPU_TEST(sparse_mla_decode) {
-  GPU_TRY(cfg, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
-  GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
-  if (ctx.compileOnly)
-    return;
-  GPU_TRY(decode, ctx.function(mod, "sparse_mla_decode", static_cast<int>(cfg.dynamicSmem)));
-  const int D = 576, L = 512, R = 64, topk = 2048;
-  struct Case {
-    int B, H, ctx, splits, cluster;
-  } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
-               {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 8, 8192, 8, 8},
-               {2, 12, 4096, 4, 2},  {1, 16, 8192, 64, 1}, {1, 8, 300, 64, 4},
-               // Several waves of CTAs under full load: a tile read before it landed shows.
-               {32, 8, 8192, 8, 1},  {16, 16, 8192, 8, 8}};
-  for (const Case &c : cases) {
-    Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
-    std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
-    std::vector<float> kv = fromBf16(toBf16(rng.vec(size_t(c.B) * c.ctx * D)));
-    std::vector<int32_t> idx(size_t(c.B) * topk, -1);
-    for (int b = 0; b < c.B; ++b)
-      for (int i = 0; i < std::min(topk, c.ctx); ++i) {
-        uint64_t r = rng.next();
-        idx[size_t(b) * topk + i] = r % 7 == 0 ? (r % 2 ? -1 : 1 << 30)
-                                               : b * c.ctx + static_cast<int>(r % c.ctx);
+  GPU_TRY(selected, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
+  for (int headsPerCta : {16, 8}) {
+    const SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(selected, headsPerCta, ctx.tiles);
+    GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
+    if (ctx.compileOnly)
+      continue;
+    GPU_TRY(decode, ctx.function(mod, "sparse_mla_decode", static_cast<int>(cfg.dynamicSmem)));
+    const int D = 576, L = 512, R = 64, topk = 2048;
+    struct Case {
+      int B, H, ctx, splits, cluster;
+    } cases[] = {{1, 8, 4096, 1, 1},
+                 {2, 16, 3000, 5, 1},
+                 {3, 64, 8192, 16, 8},
+                 {2, 20, 2048, 64, 8},
+                 {1, 8, 100, 3, 1},
+                 {1, 8, 8192, 8, 8},
+                 {2, 12, 4096, 4, 2},
+                 {1, 16, 8192, 64, 1},
+                 {1, 8, 300, 64, 4},
+                 // Several waves of CTAs under full load: a tile read before it landed shows.
+                 {32, 8, 8192, 8, 1},
+                 {16, 16, 8192, 8, 8}};
+    for (const Case &c : cases) {
+      Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
+      std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
+      std::vector<float> kv = fromBf16(toBf16(rng.vec(size_t(c.B) * c.ctx * D)));
+      std::vector<int32_t> idx(size_t(c.B) * topk, -1);
+      for (int b = 0; b < c.B; ++b)
+        for (int i = 0; i < std::min(topk, c.ctx); ++i) {
+          uint64_t r = rng.next();
+          idx[size_t(b) * topk + i] =
+              r % 7 == 0 ? (r % 2 ? -1 : 1 << 30) : b * c.ctx + static_cast<int>(r % c.ctx);
+        }
+      int slots = c.B * c.ctx, splits = c.splits;
+      int perSplit = ((topk + splits - 1) / splits + cfg.tileN - 1) / cfg.tileN * cfg.tileN;
+      float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
+      // q_latent [B, H, 512] and q_rope [B, H, 64] are separate buffers.
+      std::vector<float> qLat, qRope;
+      splitRows(q, L, R, &qLat, &qRope);
+      cu::DevicePtr dq = ctx.upload(toBf16(qLat)), dqr = ctx.upload(toBf16(qRope));
+      cu::DevicePtr dkv = ctx.upload(toBf16(kv)), didx = ctx.upload(idx);
+      cu::DevicePtr opart = ctx.alloc(size_t(c.B) * c.H * splits * L * 4);
+      cu::DevicePtr lpart = ctx.alloc(size_t(c.B) * c.H * splits * 4);
+      cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 2),
+                    lse = ctx.alloc(size_t(c.B) * c.H * 4);
+      const int groups = (c.H + cfg.heads - 1) / cfg.heads;
+      const size_t numCounters = size_t(c.B) * groups * c.cluster;
+      cu::DevicePtr counters = ctx.upload(std::vector<uint32_t>(numCounters, 0));
+      int heads = c.H;
+      for (int rep = 0; rep < 2; ++rep) {
+        if (rep == 1) { // poison again (NaN): the second launch must write everything anew
+          Context::check(ctx.drv->synchronize(ctx.stream));
+          Context::check(ctx.drv->memsetD8(out, 0xff, size_t(c.B) * c.H * L * 2));
+          Context::check(ctx.drv->memsetD8(lse, 0xff, size_t(c.B) * c.H * 4));
+        }
+        ctx.launchClustered(decode, groups * splits, c.B, c.cluster, cfg.threads,
+                            static_cast<unsigned>(cfg.dynamicSmem), &dq, &dqr, &dkv, &didx, &opart,
+                            &lpart, &out, &lse, &counters, &heads, &slots, &splits, &perSplit,
+                            &scaleLog2);
       }
-    int slots = c.B * c.ctx, splits = c.splits;
-    int perSplit = ((topk + splits - 1) / splits + cfg.tileN - 1) / cfg.tileN * cfg.tileN;
-    float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-    // q_latent [B, H, 512] and q_rope [B, H, 64] are separate buffers.
-    std::vector<float> qLat, qRope;
-    splitRows(q, L, R, &qLat, &qRope);
-    cu::DevicePtr dq = ctx.upload(toBf16(qLat)), dqr = ctx.upload(toBf16(qRope));
-    cu::DevicePtr dkv = ctx.upload(toBf16(kv)), didx = ctx.upload(idx);
-    cu::DevicePtr opart = ctx.alloc(size_t(c.B) * c.H * splits * L * 4);
-    cu::DevicePtr lpart = ctx.alloc(size_t(c.B) * c.H * splits * 4);
-    cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 2), lse = ctx.alloc(size_t(c.B) * c.H * 4);
-    const int groups = (c.H + 15) / 16;
-    const size_t numCounters = size_t(c.B) * groups * c.cluster;
-    cu::DevicePtr counters = ctx.upload(std::vector<uint32_t>(numCounters, 0));
-    int heads = c.H;
-    for (int rep = 0; rep < 2; ++rep) {
-      if (rep == 1) { // poison again (NaN): the second launch must write everything anew
-        Context::check(ctx.drv->synchronize(ctx.stream));
-        Context::check(ctx.drv->memsetD8(out, 0xff, size_t(c.B) * c.H * L * 2));
-        Context::check(ctx.drv->memsetD8(lse, 0xff, size_t(c.B) * c.H * 4));
-      }
-      ctx.launchClustered(decode, groups * splits, c.B, c.cluster, cfg.threads,
-                          static_cast<unsigned>(cfg.dynamicSmem), &dq, &dqr, &dkv, &didx, &opart,
-                          &lpart, &out, &lse, &counters, &heads, &slots, &splits, &perSplit,
-                          &scaleLog2);
-    }
-    for (uint32_t v : ctx.download<uint32_t>(counters, numCounters))
-      if (v != 0) {
-        report.fail("sparse_mla merge counters", "a counter is " + std::to_string(v) +
-                                                     " after the launch, not 0");
-        break;
-      }
-    std::vector<float> gotO = fromBf16(ctx.download<uint16_t>(out, size_t(c.B) * c.H * L));
-    std::vector<float> gotL = ctx.download<float>(lse, size_t(c.B) * c.H);
+      for (uint32_t v : ctx.download<uint32_t>(counters, numCounters))
+        if (v != 0) {
+          report.fail("sparse_mla merge counters",
+                      "a counter is " + std::to_string(v) + " after the launch, not 0");
+          break;
+        }
+      std::vector<float> gotO = fromBf16(ctx.download<uint16_t>(out, size_t(c.B) * c.H * L));
+      std::vector<float> gotL = ctx.download<float>(lse, size_t(c.B) * c.H);
 
-    std::vector<float> latent(size_t(slots) * L), rope(size_t(slots) * R);
-    for (size_t i = 0; i < size_t(slots); ++i)
-      for (int d = 0; d < D; ++d)
-        (d < L ? latent[i * L + d] : rope[i * R + d - L]) = kv[i * D + d];
-    std::vector<float> refO(size_t(c.B) * c.H * L), refL(size_t(c.B) * c.H);
-    for (int b = 0; b < c.B; ++b) {
-      std::vector<float> ql(size_t(c.H) * L), qr(size_t(c.H) * R);
-      for (int h = 0; h < c.H; ++h)
+      std::vector<float> latent(size_t(slots) * L), rope(size_t(slots) * R);
+      for (size_t i = 0; i < size_t(slots); ++i)
         for (int d = 0; d < D; ++d)
-          (d < L ? ql[size_t(h) * L + d] : qr[size_t(h) * R + d - L]) =
-              q[(size_t(b) * c.H + h) * D + d];
-      glm5rt::host::sparseMla(ql.data(), qr.data(), 1, c.H, L, R, latent.data(), rope.data(),
-                              slots, idx.data() + size_t(b) * topk, topk, 1.0f / 16.0f,
-                              refO.data() + size_t(b) * c.H * L, refL.data() + size_t(b) * c.H);
+          (d < L ? latent[i * L + d] : rope[i * R + d - L]) = kv[i * D + d];
+      std::vector<float> refO(size_t(c.B) * c.H * L), refL(size_t(c.B) * c.H);
+      for (int b = 0; b < c.B; ++b) {
+        std::vector<float> ql(size_t(c.H) * L), qr(size_t(c.H) * R);
+        for (int h = 0; h < c.H; ++h)
+          for (int d = 0; d < D; ++d)
+            (d < L ? ql[size_t(h) * L + d] : qr[size_t(h) * R + d - L]) =
+                q[(size_t(b) * c.H + h) * D + d];
+        glm5rt::host::sparseMla(ql.data(), qr.data(), 1, c.H, L, R, latent.data(), rope.data(),
+                                slots, idx.data() + size_t(b) * topk, topk, 1.0f / 16.0f,
+                                refO.data() + size_t(b) * c.H * L, refL.data() + size_t(b) * c.H);
+      }
+      std::string what = cfg.variant + " B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) +
+                         " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits) +
+                         " cluster=" + std::to_string(c.cluster);
+      report.expectRelErr("sparse_mla out " + what, relErr(gotO, refO), 1e-2);
+      report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
     }
-    std::string what = "B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) +
-                       " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits) +
-                       " cluster=" + std::to_string(c.cluster);
-    report.expectRelErr("sparse_mla out " + what, relErr(gotO, refO), 1e-2);
-    report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
   }
 }
 
@@ -129,7 +140,8 @@ GPU_TEST(sparse_mla_f32) {
     splitRows(q, L, R, &qLat, &qRope);
     cu::DevicePtr dq = ctx.upload(qLat), dqr = ctx.upload(qRope), dkv = ctx.upload(kv);
     cu::DevicePtr didx = ctx.upload(idx);
-    cu::DevicePtr out = ctx.alloc(size_t(c.T) * c.H * L * 4), lse = ctx.alloc(size_t(c.T) * c.H * 4);
+    cu::DevicePtr out = ctx.alloc(size_t(c.T) * c.H * L * 4),
+                  lse = ctx.alloc(size_t(c.T) * c.H * 4);
     int heads = c.H, slots = c.ctx;
     float scale = 1.0f / 16.0f;
     ctx.launch(fn, c.H, c.T, 1, 128, 0, &dq, &dqr, &dkv, &didx, &out, &lse, &heads, &slots, &scale);
@@ -144,10 +156,10 @@ GPU_TEST(sparse_mla_f32) {
       for (int d = 0; d < D; ++d)
         (d < L ? ql[r * L + d] : qr[r * R + d - L]) = q[r * D + d];
     std::vector<float> refO(size_t(c.T) * c.H * L), refL(size_t(c.T) * c.H);
-    glm5rt::host::sparseMla(ql.data(), qr.data(), c.T, c.H, L, R, latent.data(), rope.data(),
-                            c.ctx, idx.data(), topk, scale, refO.data(), refL.data());
-    std::string what = "T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
-                       " ctx=" + std::to_string(c.ctx);
+    glm5rt::host::sparseMla(ql.data(), qr.data(), c.T, c.H, L, R, latent.data(), rope.data(), c.ctx,
+                            idx.data(), topk, scale, refO.data(), refL.data());
+    std::string what =
+        "T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) + " ctx=" + std::to_string(c.ctx);
     report.expectRelErr("sparse_mla_f32 out " + what, relErr(gotO, refO), 1e-5);
     report.expectRelErr("sparse_mla_f32 lse " + what, relErr(gotL, refL), 1e-5);
   }
