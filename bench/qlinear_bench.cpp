@@ -5,7 +5,8 @@
 // bandwidth.
 //
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
-//                            [--reps N]
+//                            [--shapes lm_head,o,...] [--tokens 1,8] [--reps N]
+// --shapes and --tokens narrow the run (profiling one launch: the check launch comes first).
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/QLinear.h"
@@ -64,7 +65,8 @@ struct Row {
 int main(int argc, char **argv) {
   bool checkOnly = false;
   int reps = 30;
-  std::vector<std::string> tileNames, typeNames;
+  std::vector<std::string> tileNames, typeNames, shapeNames;
+  std::vector<int> tokenCounts = {1, 8};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -75,10 +77,17 @@ int main(int argc, char **argv) {
       tileNames = splitList(argv[++i]);
     else if (a == "--types" && i + 1 < argc)
       typeNames = splitList(argv[++i]);
-    else {
+    else if (a == "--shapes" && i + 1 < argc)
+      shapeNames = splitList(argv[++i]);
+    else if (a == "--tokens" && i + 1 < argc) {
+      tokenCounts.clear();
+      for (const std::string &t : splitList(argv[++i]))
+        tokenCounts.push_back(std::clamp(std::atoi(t.c_str()), 1, 8));
+    } else {
       std::fprintf(
           stderr,
-          "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] [--reps N]\n",
+          "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
+          "[--shapes lm_head,o,...] [--tokens 1,8] [--reps N]\n",
           argv[0]);
       return 2;
     }
@@ -113,6 +122,9 @@ int main(int argc, char **argv) {
           continue;
       }
       for (const Shape &sh : kShapes) {
+        if (!shapeNames.empty() &&
+            std::find(shapeNames.begin(), shapeNames.end(), sh.what) == shapeNames.end())
+          continue;
         const int64_t K = sh.K, N = sh.N, rowBytes = qlinearRowBytes(uint32_t(type), K);
         const int64_t bytes = rowBytes * N;
         // A pool of quantized random rows, tiled over the N rows (the host checks sampled rows).
@@ -141,7 +153,7 @@ int main(int argc, char **argv) {
             glm5rt::host::makeWeight(type, poolBytes.data(), {uint64_t(K), uint64_t(pool)});
         CHECK_OK(glm5rt::host::dequantRows(pw, 0, uint64_t(pool), poolF.data()));
 
-        for (int T : {1, 8}) {
+        for (int T : tokenCounts) {
           auto cfg = selectQLinear(*tiles, uint32_t(type), K, N, T, false);
           CHECK_OK(cfg.status());
           auto it = kernels.find(cfg->variant + tn);

@@ -334,6 +334,42 @@ __device__ __forceinline__ uint2 glm_mv_b(const glm_bf16 *xs, int xrow, int g, i
   return make_uint2(0u, 0u);
 }
 
+// One token (GLM_MV_COLS): the step's scale groups take the mma's eight n columns instead of the
+// tokens. In a round of up to eight consecutive groups, group j multiplies x in column
+// glm_mv_col(j) and zeros in the others, so after the round D[row][col(j)] = sum over group j of
+// (128 + q) x: one fold per round instead of one per group (the fp32 work of the step drops
+// about fourfold), and thread t folds only its own columns 2t and 2t + 1, i.e. groups t and
+// t + 4 of the round, into acc[0] (row g) and acc[2] (row g + 8). Those are partial sums over the
+// thread's groups: the caller adds the four lanes of a quad at the end (acc[1], acc[3] unused).
+// Not for BF16 (no scales) nor Q8_0, whose per-block fold is already just the scale (measured
+// slower on the H200 with columns: lm_head 331.8 -> 343.6 us).
+#define GLM_MV_COLS (GLM_TOKENS == 1 && GLM_WTYPE != GLM_T_BF16 && GLM_WTYPE != GLM_T_Q8_0)
+__device__ __forceinline__ constexpr int glm_mv_col(int j) { return 2 * (j & 3) + (j >> 2); }
+// B fragment of group j's k step at staged element e16: x (token row 0) in column col(j), zeros
+// elsewhere, read from the staged zero row `xrow` further on (no select per register).
+__device__ __forceinline__ uint2 glm_mv_bcol(const glm_bf16 *xs, int xrow, int g, int t, int e16,
+                                             int j) {
+  return *reinterpret_cast<const uint2 *>(xs + (g == glm_mv_col(j) ? 0 : xrow) + e16 + 4 * t);
+}
+// B fragment of group j's k step in either mode.
+__device__ __forceinline__ uint2 glm_mv_bx(const glm_bf16 *xs, int xrow, int g, int t, int e16,
+                                           int j) {
+#if GLM_MV_COLS
+  return glm_mv_bcol(xs, xrow, g, t, e16, j);
+#else
+  return glm_mv_b(xs, xrow, g, t, e16);
+#endif
+}
+// One-token fold of a round: acc[0] += row g's groups t and t + 4 (D[0], D[1]) with scales s0, s1
+// and offsets o0, o1 times the groups' x sums x0, x1; acc[2] likewise for row g + 8 (D[2], D[3]).
+__device__ __forceinline__ void glm_mv_fold_cols(float (&acc)[4], const float (&D)[4], float sa0,
+                                                 float oa0, float sa1, float oa1, float sb0,
+                                                 float ob0, float sb1, float ob1, float x0,
+                                                 float x1) {
+  acc[0] = fmaf(sa0, D[0], fmaf(sa1, D[1], fmaf(-oa0, x0, fmaf(-oa1, x1, acc[0]))));
+  acc[2] = fmaf(sb0, D[2], fmaf(sb1, D[3], fmaf(-ob0, x0, fmaf(-ob1, x1, acc[2]))));
+}
+
 // acc[0..3] += the fragment D scaled per row: rows g (D[0], D[1]: tokens 2t, 2t+1) and g + 8
 // (D[2], D[3]); `off` is the per-row offset times the group's x sum (sx: tokens 2t, 2t+1).
 __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4], float sa,
@@ -365,6 +401,9 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #else
 #define GLM_QS_OFF 16
 #endif
+#if GLM_MV_COLS
+  float D[4] = {0.f, 0.f, 0.f, 0.f}; // the step is one round: its 8 sub-blocks
+#endif
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     // Thread t: quant bytes 8t .. 8t+7 of chunk c (elements 64c + 8t .. and 64c + 32 + 8t ..).
@@ -373,7 +412,9 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
       const int j = 2 * c + hi; // sub-block
+#if !GLM_MV_COLS
       float D[4] = {0.f, 0.f, 0.f, 0.f};
+#endif
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
         const uint32_t wa = ks ? qa.y : qa.x, wb = ks ? qb.y : qb.x;
@@ -390,24 +431,43 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
         a[2] |= ((xa >> (j + 8)) << 4) & 0x00100010u;
         a[3] |= ((xb >> (j + 8)) << 4) & 0x00100010u;
 #endif
-        const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * j + 16 * ks);
+        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * j + 16 * ks, j);
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
       }
+#if !GLM_MV_COLS
       const float d1a = glm_mul_byte(da, j < 4 ? sa.sc_lo : sa.sc_hi, j & 3);
       const float d1b = glm_mul_byte(db, j < 4 ? sb.sc_lo : sb.sc_hi, j & 3);
       const float m1a = glm_mul_byte(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j & 3);
       const float m1b = glm_mul_byte(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j & 3);
       const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * j + 2 * t);
       glm_mv_fold(acc, D, d1a, fmaf(128.f, d1a, m1a), d1b, fmaf(128.f, d1b, m1b), sx);
+#endif
     }
   }
+#if GLM_MV_COLS
+  // Thread t's sub-blocks t (scale byte t of the low words) and t + 4 (of the high words).
+  const float d1a0 = glm_mul_byte(da, sa.sc_lo, t), d1a1 = glm_mul_byte(da, sa.sc_hi, t);
+  const float d1b0 = glm_mul_byte(db, sb.sc_lo, t), d1b1 = glm_mul_byte(db, sb.sc_hi, t);
+  const float m1a0 = glm_mul_byte(dmina, sa.mn_lo, t), m1a1 = glm_mul_byte(dmina, sa.mn_hi, t);
+  const float m1b0 = glm_mul_byte(dminb, sb.mn_lo, t), m1b1 = glm_mul_byte(dminb, sb.mn_hi, t);
+  glm_mv_fold_cols(acc, D, d1a0, fmaf(128.f, d1a0, m1a0), d1a1, fmaf(128.f, d1a1, m1a1), d1b0,
+                   fmaf(128.f, d1b0, m1b0), d1b1, fmaf(128.f, d1b1, m1b1), xsum[8 * t],
+                   xsum[8 * (t + 4)]);
+#endif
 #undef GLM_QS_OFF
 #elif GLM_WTYPE == GLM_T_Q6_K
   const float da = glm_half_f32(glm_lds_u16(ra + 208)), db = glm_half_f32(glm_lds_u16(rb + 208));
   const float da2 = da * 8388608.f, dan = da * 8388736.f; // for glm_mul_s8
   const float db2 = db * 8388608.f, dbn = db * 8388736.f;
+#if GLM_MV_COLS
+#pragma unroll 1 // one round per half: unrolled, Q6_K's one-token step spilled at 96 registers
+#else
 #pragma unroll
-  for (int n = 0; n < 2; ++n)
+#endif
+  for (int n = 0; n < 2; ++n) {
+#if GLM_MV_COLS
+    float D[4] = {0.f, 0.f, 0.f, 0.f}; // round n: sub-blocks 8n .. 8n + 7
+#endif
 #pragma unroll
     for (int hp = 0; hp < 2; ++hp) {
       // Thread t: l = 16 hp + 4t .. +3 of half n, in all four quarters.
@@ -440,24 +500,44 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
         a[2] = glm_and_or<0x00FF00FFu>(va >> 8, GLM_BF16_128);
         a[3] = glm_and_or<0x00FF00FFu>(vb >> 8, GLM_BF16_128);
         const int is = 8 * n + 2 * qq + hp; // the 16-element sub-block, also its x-sum group
+#if !GLM_MV_COLS
         float D[4] = {0.f, 0.f, 0.f, 0.f};
-        const uint2 bx = glm_mv_b(xs, xrow, g, t, 16 * is);
+#endif
+        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 16 * is, 2 * qq + hp);
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
+#if !GLM_MV_COLS
         // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
         const float dsa = glm_mul_s8(da2, dan, ra[192 + is]);
         const float dsb = glm_mul_s8(db2, dbn, rb[192 + is]);
         const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * is + 2 * t);
         glm_mv_fold(acc, D, dsa, 160.f * dsa, dsb, 160.f * dsb, sx);
+#endif
       }
     }
+#if GLM_MV_COLS
+    // Thread t's sub-blocks 8n + t and 8n + t + 4 (value d sc (v - 32): offset 160 d sc).
+    const int i0 = 8 * n + t, i1 = i0 + 4;
+    const float dsa0 = glm_mul_s8(da2, dan, ra[192 + i0]);
+    const float dsa1 = glm_mul_s8(da2, dan, ra[192 + i1]);
+    const float dsb0 = glm_mul_s8(db2, dbn, rb[192 + i0]);
+    const float dsb1 = glm_mul_s8(db2, dbn, rb[192 + i1]);
+    glm_mv_fold_cols(acc, D, dsa0, 160.f * dsa0, dsa1, 160.f * dsa1, dsb0, 160.f * dsb0, dsb1,
+                     160.f * dsb1, xsum[8 * i0], xsum[8 * i1]);
+#endif
+  }
 #elif GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_Q4_0
+#if GLM_MV_COLS
+  float D[4] = {0.f, 0.f, 0.f, 0.f}; // the step is one round: its (up to) 8 blocks
+#endif
 #pragma unroll
   for (int jb = 0; jb < 8; ++jb) {
     if (32 * jb >= nel)
       break;
     const glm_u8 *ba = ra + GLM_QBYTES * jb, *bb = rb + GLM_QBYTES * jb;
+#if !GLM_MV_COLS
     const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
     float D[4] = {0.f, 0.f, 0.f, 0.f};
+#endif
 #if GLM_WTYPE == GLM_T_Q8_0
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
@@ -469,13 +549,15 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
       a[1] = glm_pack_bf16x2(glm_sbyte_f32(wb, 0), glm_sbyte_f32(wb, 2));
       a[2] = glm_pack_bf16x2(glm_sbyte_f32(wa, 1), glm_sbyte_f32(wa, 3));
       a[3] = glm_pack_bf16x2(glm_sbyte_f32(wb, 1), glm_sbyte_f32(wb, 3));
-      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * jb + 16 * ks);
+      const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * jb + 16 * ks, jb);
       glm_mma_bf16_16816(D, a, bx.x, bx.y);
     }
+#if !GLM_MV_COLS
     acc[0] = fmaf(da, D[0], acc[0]);
     acc[1] = fmaf(da, D[1], acc[1]);
     acc[2] = fmaf(db, D[2], acc[2]);
     acc[3] = fmaf(db, D[3], acc[3]);
+#endif
 #else
     // Thread t: qs[4t .. 4t+3]; low nibbles are elements 4t.. (k step 0), high ones 16 + 4t..
     const uint32_t wa = glm_lds_u32_a2(ba + 2 + 4 * t), wb = glm_lds_u32_a2(bb + 2 + 4 * t);
@@ -486,14 +568,36 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
       a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * ks), GLM_BF16_128);
       a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * ks + 8), GLM_BF16_128);
       a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * ks + 8), GLM_BF16_128);
-      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * jb + 16 * ks);
+      const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * jb + 16 * ks, jb);
       glm_mma_bf16_16816(D, a, bx.x, bx.y);
     }
+#if !GLM_MV_COLS
     // value = d (q - 8): D' = sum (128 + q) x, so subtract 136 sum x.
     const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
     glm_mv_fold(acc, D, da, 136.f * da, db, 136.f * db, sx);
 #endif
+#endif
   }
+#if GLM_MV_COLS
+  // Thread t's blocks t and t + 4, where the step has them (a block past nel, its scale and its
+  // x sum are stale shared memory: they must not reach the fold, where 0 * NaN would).
+  float s[4] = {0.f, 0.f, 0.f, 0.f}, sx[2] = {0.f, 0.f}; // scales a0 a1 b0 b1; x sums
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int jb = t + 4 * h;
+    if (32 * jb < nel) {
+      s[h] = glm_half_f32(glm_lds_u16(ra + GLM_QBYTES * jb));
+      s[2 + h] = glm_half_f32(glm_lds_u16(rb + GLM_QBYTES * jb));
+#if GLM_WTYPE == GLM_T_Q4_0
+      sx[h] = xsum[8 * jb];
+#endif
+    }
+  }
+  // Q4_0: value = d (q - 8), D' = sum (128 + q) x, offset 136 d (Q8_0 would be exact: none).
+  const float o = GLM_WTYPE == GLM_T_Q4_0 ? 136.f : 0.f;
+  glm_mv_fold_cols(acc, D, s[0], o * s[0], s[1], o * s[1], s[2], o * s[2], s[3], o * s[3], sx[0],
+                   sx[1]);
+#endif
 #elif GLM_WTYPE == GLM_T_BF16
 #pragma unroll
   for (int sp = 0; sp < 8; ++sp) {

@@ -74,9 +74,12 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 #else
 #define GLM_XSUM_BYTES 0
 #endif
+// One token (GLM_MV_COLS, dequant.cuh): a row of zeros follows x, for the B columns of the
+// other scale groups.
+#define GLM_XS_ROWS (GLM_TOKENS + (GLM_MV_COLS ? 1 : 0))
 // Dynamic shared memory layout, in bytes (the registry computes the same total).
 #define GLM_SMEM_XS 0
-#define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_TOKENS * GLM_XROW * 2)
+#define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_XS_ROWS * GLM_XROW * 2)
 #define GLM_SMEM_RING (GLM_SMEM_XSUM + GLM_XSUM_BYTES)
 #define GLM_SMEM_BYTES (GLM_SMEM_RING + GLM_WARPS * GLM_STAGES * 16 * GLM_SLOT)
 static_assert(GLM_STAGES >= 2, "a ring of at least two steps");
@@ -196,6 +199,10 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     if (i % 8 >= GLM_TOKENS)
       xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
 #endif
+#if GLM_MV_COLS
+  for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS) // the zero row (the first chunk's
+    reinterpret_cast<uint32_t *>(xs + GLM_XROW)[i] = 0u; // barrier publishes it)
+#endif
 
   // Copies step i of the warp's 16 rows (clamped to row N - 1) into ring slot i % GLM_STAGES:
   // each row's byte range, widened to 16-byte chunks, never past the end of the tensor. Lane l
@@ -266,6 +273,14 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     __syncwarp(); // the slot may be refilled
   }
   glm_cp_async_wait<0>();
+#if GLM_MV_COLS
+  // acc[0] and acc[2] hold this lane's scale groups: the rows' sums are over the quad.
+#pragma unroll
+  for (int c = 0; c < 4; c += 2) {
+    acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], 1);
+    acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], 2);
+  }
+#endif
 
 #pragma unroll
   for (int c = 0; c < 4; ++c) {

@@ -96,7 +96,10 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   const int64_t stepBytes = int64_t(kStep) / std::max(t->blockElems, 32) *
                             (t->blockElems == 1 ? 32 * t->blockBytes : t->blockBytes);
   const int64_t slot = roundUp(stepBytes, 16) + (t->aligned16 ? 0 : 16);
-  const int64_t xs = int64_t(tokens) * (kChunk + 16) * 2;
+  // One token of a type with scale groups other than Q8_0 (type 8): a zero row after x
+  // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
+  const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
+  const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
   const int64_t xsum = t->xsumGran ? int64_t(kChunk) / t->xsumGran * 8 * 4 : 0;
   return xs + xsum + int64_t(warps) * stages * 16 * slot;
 }
