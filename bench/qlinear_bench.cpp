@@ -5,8 +5,10 @@
 // bandwidth.
 //
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
-//                            [--shapes lm_head,o,...] [--tokens 1,8] [--reps N]
-// --shapes and --tokens narrow the run (profiling one launch: the check launch comes first).
+//                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
+//                            [--reps N]
+// --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
+// --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/QLinear.h"
@@ -67,6 +69,7 @@ int main(int argc, char **argv) {
   int reps = 30;
   std::vector<std::string> tileNames, typeNames, shapeNames;
   std::vector<int> tokenCounts = {1, 8};
+  std::string defines, defineTag;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -77,7 +80,13 @@ int main(int argc, char **argv) {
       tileNames = splitList(argv[++i]);
     else if (a == "--types" && i + 1 < argc)
       typeNames = splitList(argv[++i]);
-    else if (a == "--shapes" && i + 1 < argc)
+    else if (a == "--define" && i + 1 < argc) {
+      std::string d = argv[++i];
+      const size_t eq = d.find('=');
+      defines += "#define " + (eq == std::string::npos ? d + " 1" : d.substr(0, eq) + " " +
+                                                                      d.substr(eq + 1)) + "\n";
+      defineTag += "+" + d;
+    } else if (a == "--shapes" && i + 1 < argc)
       shapeNames = splitList(argv[++i]);
     else if (a == "--tokens" && i + 1 < argc) {
       tokenCounts.clear();
@@ -87,7 +96,7 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
-          "[--shapes lm_head,o,...] [--tokens 1,8] [--reps N]\n",
+          "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N]\n",
           argv[0]);
       return 2;
     }
@@ -160,7 +169,7 @@ int main(int argc, char **argv) {
           if (it == kernels.end()) {
             KernelSource src;
             src.name = cfg->variant + "_" + tn;
-            src.source = qlinearSource(*cfg);
+            src.source = defines + qlinearSource(*cfg);
             src.headers = glm5c::codegen::embeddedKernelFiles();
             src.arch = codeArch;
             auto compiled = nvrtc.compile(src);
@@ -224,7 +233,7 @@ int main(int argc, char **argv) {
           const double err = std::sqrt(e2 / r2);
           const bool ok = err <= 1e-2;
           failed |= !ok;
-          Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant, 0, 0, err, ok};
+          Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant + defineTag, 0, 0, err, ok};
           if (!checkOnly) {
             row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps,
                                              [&](size_t s) { launch(w[s]); });

@@ -204,6 +204,33 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     reinterpret_cast<uint32_t *>(xs + GLM_XROW)[i] = 0u; // barrier publishes it)
 #endif
 
+#if GLM_MV_ALIGNED16 && GLM_QK == GLM_MV_STEP
+  // Q4_K / Q5_K (144 or 176 B, one block per step): every step is whole and 16-byte aligned, so
+  // a lane's copies are fixed chunks at a per-step offset: their global and shared addresses are
+  // computed once and a copy is two adds (the general path below spent 92 instructions per step
+  // on 5 copies; this one made the Q4_K head 6% faster on the H200).
+  constexpr int kCopyIters = (16 * GLM_SLOT_CHUNKS + 31) / 32;
+  const uint32_t ring_s = glm_smem_addr(ring);
+  const glm_u8 *cp_src[kCopyIters];
+  uint32_t cp_dst[kCopyIters]; // in slot 0; ~0u: no chunk for this lane
+#pragma unroll
+  for (int q = 0; q < kCopyIters; ++q) {
+    const int c = lane + 32 * q, r = c / GLM_SLOT_CHUNKS, ch = 16 * (c % GLM_SLOT_CHUNKS);
+    const int row = min(wrow0 + min(r, 15), N - 1);
+    cp_src[q] = w + static_cast<unsigned long long>(row) * row_bytes + ch;
+    cp_dst[q] = c < 16 * GLM_SLOT_CHUNKS ? ring_s + r * GLM_SLOT + ch : ~0u;
+  }
+  auto issue = [&](int i) {
+    if (i < nsteps) {
+      const unsigned block = static_cast<unsigned>(k_begin) / GLM_QK + i;
+      const unsigned long long off = static_cast<unsigned long long>(block) * GLM_QBYTES;
+      const uint32_t slot = (i % GLM_STAGES) * 16 * GLM_SLOT;
+#pragma unroll
+      for (int q = 0; q < kCopyIters; ++q)
+        if (cp_dst[q] != ~0u)
+          glm_cp_async_16(cp_dst[q] + slot, cp_src[q] + off, 16);
+    }
+#else
   // Copies step i of the warp's 16 rows (clamped to row N - 1) into ring slot i % GLM_STAGES:
   // each row's byte range, widened to 16-byte chunks, never past the end of the tensor. Lane l
   // copies chunks c = l + 32 q of the 16 x GLM_SLOT_CHUNKS (row, chunk) grid; their rows' first
@@ -242,6 +269,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
           glm_cp_async_16(glm_smem_addr(dst + cp_dst[q]), w + a, n);
       }
     }
+#endif
     glm_cp_async_commit(); // possibly empty: the group count stays one per step
   };
 
