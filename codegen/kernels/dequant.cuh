@@ -383,6 +383,94 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 // bf16 pair (128 + lo, 128 + hi) from two small integers already at bits 0.. and 16..
 #define GLM_BF16_128 0x43004300u
 
+#if GLM_WTYPE == GLM_T_Q6_K
+// glm_mv_step's Q6_K body; kA4: both rows' step bytes start 4-byte aligned in shared memory.
+template <bool kA4>
+__device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb,
+                                             const glm_bf16 *xs, int xrow, const float *xsum,
+                                             int g, int t, float (&acc)[4]) {
+  auto ld = [](const glm_u8 *p) {
+    return kA4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
+  };
+  const float da = glm_half_f32(glm_lds_u16(ra + 208)), db = glm_half_f32(glm_lds_u16(rb + 208));
+  const float da2 = da * 8388608.f, dan = da * 8388736.f; // for glm_mul_s8
+  const float db2 = db * 8388608.f, dbn = db * 8388736.f;
+#if GLM_MV_COLS
+#pragma unroll 1 // one round per half: unrolled, Q6_K's one-token step spilled at 96 registers
+#else
+#pragma unroll
+#endif
+  for (int n = 0; n < 2; ++n) {
+#if GLM_MV_COLS
+    float D[4] = {0.f, 0.f, 0.f, 0.f}; // round n: sub-blocks 8n .. 8n + 7
+#endif
+#pragma unroll
+    for (int hp = 0; hp < 2; ++hp) {
+      // Thread t: l = 16 hp + 4t .. +3 of half n, in all four quarters.
+      const int l = 16 * hp + 4 * t;
+      const uint32_t la = ld(ra + 64 * n + l), lb = ld(rb + 64 * n + l);
+      const uint32_t ua = ld(ra + 64 * n + 32 + l), ub = ld(rb + 64 * n + 32 + l);
+      const uint32_t qa = ld(ra + 128 + 32 * n + l), qb = ld(rb + 128 + 32 * n + l);
+#pragma unroll
+      for (int qq = 0; qq < 4; ++qq) {
+        // 6-bit values (0..63, i.e. q + 32) of elements 128n + 32qq + l .. +3, one per byte.
+        uint32_t va, vb;
+        if (qq == 0) {
+          va = (la & 0x0F0F0F0Fu) | ((qa << 4) & 0x30303030u);
+          vb = (lb & 0x0F0F0F0Fu) | ((qb << 4) & 0x30303030u);
+        } else if (qq == 1) {
+          va = (ua & 0x0F0F0F0Fu) | ((qa << 2) & 0x30303030u);
+          vb = (ub & 0x0F0F0F0Fu) | ((qb << 2) & 0x30303030u);
+        } else if (qq == 2) {
+          va = ((la >> 4) & 0x0F0F0F0Fu) | (qa & 0x30303030u);
+          vb = ((lb >> 4) & 0x0F0F0F0Fu) | (qb & 0x30303030u);
+        } else {
+          va = ((ua >> 4) & 0x0F0F0F0Fu) | ((qa >> 2) & 0x30303030u);
+          vb = ((ub >> 4) & 0x0F0F0F0Fu) | ((qb >> 2) & 0x30303030u);
+        }
+        // bf16 pairs (128 + v). One token: a byte permute puts bytes 0, 2 (or 1, 3) under 0x43
+        // each, no shift; more tokens keep mask-and-or (the permutes made T = 3 spill at 96).
+        uint32_t a[4];
+#if GLM_MV_COLS
+        a[0] = __byte_perm(va, 0x43u, 0x4240);
+        a[1] = __byte_perm(vb, 0x43u, 0x4240);
+        a[2] = __byte_perm(va, 0x43u, 0x4341);
+        a[3] = __byte_perm(vb, 0x43u, 0x4341);
+#else
+        a[0] = glm_and_or<0x00FF00FFu>(va, GLM_BF16_128);
+        a[1] = glm_and_or<0x00FF00FFu>(vb, GLM_BF16_128);
+        a[2] = glm_and_or<0x00FF00FFu>(va >> 8, GLM_BF16_128);
+        a[3] = glm_and_or<0x00FF00FFu>(vb >> 8, GLM_BF16_128);
+#endif
+        const int is = 8 * n + 2 * qq + hp; // the 16-element sub-block, also its x-sum group
+#if !GLM_MV_COLS
+        float D[4] = {0.f, 0.f, 0.f, 0.f};
+#endif
+        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 16 * is, 2 * qq + hp);
+        glm_mma_bf16_16816(D, a, bx.x, bx.y);
+#if !GLM_MV_COLS
+        // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
+        const float dsa = glm_mul_s8(da2, dan, ra[192 + is]);
+        const float dsb = glm_mul_s8(db2, dbn, rb[192 + is]);
+        const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * is + 2 * t);
+        glm_mv_fold(acc, D, dsa, 160.f * dsa, dsb, 160.f * dsb, sx);
+#endif
+      }
+    }
+#if GLM_MV_COLS
+    // Thread t's sub-blocks 8n + t and 8n + t + 4 (value d sc (v - 32): offset 160 d sc).
+    const int i0 = 8 * n + t, i1 = i0 + 4;
+    const float dsa0 = glm_mul_s8(da2, dan, ra[192 + i0]);
+    const float dsa1 = glm_mul_s8(da2, dan, ra[192 + i1]);
+    const float dsb0 = glm_mul_s8(db2, dbn, rb[192 + i0]);
+    const float dsb1 = glm_mul_s8(db2, dbn, rb[192 + i1]);
+    glm_mv_fold_cols(acc, D, dsa0, 160.f * dsa0, dsa1, 160.f * dsa1, dsb0, 160.f * dsb0, dsb1,
+                     160.f * dsb1, xsum[8 * i0], xsum[8 * i1]);
+#endif
+  }
+}
+#endif
+
 // One 256-element step (nel < 256 only at the end of K, for 32-element blocks) of rows g (raw
 // bytes at ra) and g + 8 (rb). xs: staged x at the step's first element, token rows `xrow` apart;
 // xsum: x sums of the step's first scale group, [group][8 tokens].
@@ -456,75 +544,17 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #endif
 #undef GLM_QS_OFF
 #elif GLM_WTYPE == GLM_T_Q6_K
-  const float da = glm_half_f32(glm_lds_u16(ra + 208)), db = glm_half_f32(glm_lds_u16(rb + 208));
-  const float da2 = da * 8388608.f, dan = da * 8388736.f; // for glm_mul_s8
-  const float db2 = db * 8388608.f, dbn = db * 8388736.f;
+  // 210-byte blocks: a row's step starts 2- or 4-byte aligned; when every row of the warp is
+  // 4-byte aligned (rows of K % 512 == 0 on even blocks: half the steps) words load in one. One
+  // token only: with more, the second copy of the body spilled at 96 registers (T = 3).
 #if GLM_MV_COLS
-#pragma unroll 1 // one round per half: unrolled, Q6_K's one-token step spilled at 96 registers
-#else
-#pragma unroll
-#endif
-  for (int n = 0; n < 2; ++n) {
-#if GLM_MV_COLS
-    float D[4] = {0.f, 0.f, 0.f, 0.f}; // round n: sub-blocks 8n .. 8n + 7
-#endif
-#pragma unroll
-    for (int hp = 0; hp < 2; ++hp) {
-      // Thread t: l = 16 hp + 4t .. +3 of half n, in all four quarters.
-      const int l = 16 * hp + 4 * t;
-      const uint32_t la = glm_lds_u32_a2(ra + 64 * n + l), lb = glm_lds_u32_a2(rb + 64 * n + l);
-      const uint32_t ua = glm_lds_u32_a2(ra + 64 * n + 32 + l);
-      const uint32_t ub = glm_lds_u32_a2(rb + 64 * n + 32 + l);
-      const uint32_t qa = glm_lds_u32_a2(ra + 128 + 32 * n + l);
-      const uint32_t qb = glm_lds_u32_a2(rb + 128 + 32 * n + l);
-#pragma unroll
-      for (int qq = 0; qq < 4; ++qq) {
-        // 6-bit values (0..63, i.e. q + 32) of elements 128n + 32qq + l .. +3, one per byte.
-        uint32_t va, vb;
-        if (qq == 0) {
-          va = (la & 0x0F0F0F0Fu) | ((qa << 4) & 0x30303030u);
-          vb = (lb & 0x0F0F0F0Fu) | ((qb << 4) & 0x30303030u);
-        } else if (qq == 1) {
-          va = (ua & 0x0F0F0F0Fu) | ((qa << 2) & 0x30303030u);
-          vb = (ub & 0x0F0F0F0Fu) | ((qb << 2) & 0x30303030u);
-        } else if (qq == 2) {
-          va = ((la >> 4) & 0x0F0F0F0Fu) | (qa & 0x30303030u);
-          vb = ((lb >> 4) & 0x0F0F0F0Fu) | (qb & 0x30303030u);
-        } else {
-          va = ((ua >> 4) & 0x0F0F0F0Fu) | ((qa >> 2) & 0x30303030u);
-          vb = ((ub >> 4) & 0x0F0F0F0Fu) | ((qb >> 2) & 0x30303030u);
-        }
-        uint32_t a[4];
-        a[0] = glm_and_or<0x00FF00FFu>(va, GLM_BF16_128);
-        a[1] = glm_and_or<0x00FF00FFu>(vb, GLM_BF16_128);
-        a[2] = glm_and_or<0x00FF00FFu>(va >> 8, GLM_BF16_128);
-        a[3] = glm_and_or<0x00FF00FFu>(vb >> 8, GLM_BF16_128);
-        const int is = 8 * n + 2 * qq + hp; // the 16-element sub-block, also its x-sum group
-#if !GLM_MV_COLS
-        float D[4] = {0.f, 0.f, 0.f, 0.f};
-#endif
-        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 16 * is, 2 * qq + hp);
-        glm_mma_bf16_16816(D, a, bx.x, bx.y);
-#if !GLM_MV_COLS
-        // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
-        const float dsa = glm_mul_s8(da2, dan, ra[192 + is]);
-        const float dsb = glm_mul_s8(db2, dbn, rb[192 + is]);
-        const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * is + 2 * t);
-        glm_mv_fold(acc, D, dsa, 160.f * dsa, dsb, 160.f * dsb, sx);
-#endif
-      }
-    }
-#if GLM_MV_COLS
-    // Thread t's sub-blocks 8n + t and 8n + t + 4 (value d sc (v - 32): offset 160 d sc).
-    const int i0 = 8 * n + t, i1 = i0 + 4;
-    const float dsa0 = glm_mul_s8(da2, dan, ra[192 + i0]);
-    const float dsa1 = glm_mul_s8(da2, dan, ra[192 + i1]);
-    const float dsb0 = glm_mul_s8(db2, dbn, rb[192 + i0]);
-    const float dsb1 = glm_mul_s8(db2, dbn, rb[192 + i1]);
-    glm_mv_fold_cols(acc, D, dsa0, 160.f * dsa0, dsa1, 160.f * dsa1, dsb0, 160.f * dsb0, dsb1,
-                     160.f * dsb1, xsum[8 * i0], xsum[8 * i1]);
-#endif
+  const bool a4 = __all_sync(0xffffffffu, ((glm_smem_addr(ra) | glm_smem_addr(rb)) & 3u) == 0);
+  if (a4) {
+    glm_q6k_step<true>(ra, rb, xs, xrow, xsum, g, t, acc);
+    return;
   }
+#endif
+  glm_q6k_step<false>(ra, rb, xs, xrow, xsum, g, t, acc);
 #elif GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_Q4_0
 #if GLM_MV_COLS
   float D[4] = {0.f, 0.f, 0.f, 0.f}; // the step is one round: its (up to) 8 blocks
