@@ -61,6 +61,15 @@ inline std::vector<std::string> splitList(const std::string &list) {
   return v;
 }
 
+// `#define NAME V` (V = 1 when absent) for a bench's --define NAME[=V]: the benchmarks put these
+// lines before a kernel's generated source to time a template's alternatives (experiments).
+inline std::string defineLine(const std::string &d) {
+  const size_t eq = d.find('=');
+  if (eq == std::string::npos)
+    return "#define " + d + " 1\n";
+  return "#define " + d.substr(0, eq) + " " + d.substr(eq + 1) + "\n";
+}
+
 // Captures launch(i) for every input set i in one CUDA graph, replays it (3 warm-ups, then
 // `reps` timed replays with device events) and returns the median microseconds per set.
 template <typename Launch>

@@ -4,8 +4,9 @@
 // 4.23 TB/s, after a correctness check against runtime/host on the first set.
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
-//                            [--topk plan|row|multi] [--stages N]
-// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning).
+//                            [--topk plan|row|multi] [--stages N] [--define NAME[=V]]
+// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
+// (repeatable) puts `#define NAME V` before the kernel sources (experiments).
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"
@@ -43,11 +44,13 @@ struct Kernels {
   cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr;
 };
 
+std::string gDefines; // --define lines, before every kernel source
+
 cu::Module compile(cu::Driver &drv, const NvrtcCompiler &nvrtc, const std::string &name,
                    const std::string &source, const std::string &arch) {
   KernelSource src;
   src.name = name;
-  src.source = source;
+  src.source = gDefines + source;
   src.headers = embeddedKernelFiles();
   src.arch = arch;
   auto compiled = nvrtc.compile(src);
@@ -268,6 +271,8 @@ int main(int argc, char **argv) {
       stagesOverride = std::max(2, std::atoi(argv[++i]));
     else if (a == "--reps" && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--define" && i + 1 < argc)
+      gDefines += glm5c::bench::defineLine(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc) {
       tileNames.clear();
       std::string list = argv[++i];
@@ -280,7 +285,7 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi] "
-          "[--stages N]\n",
+          "[--stages N] [--define NAME[=V]]\n",
           argv[0]);
       return 2;
     }

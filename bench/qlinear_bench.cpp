@@ -81,11 +81,8 @@ int main(int argc, char **argv) {
     else if (a == "--types" && i + 1 < argc)
       typeNames = splitList(argv[++i]);
     else if (a == "--define" && i + 1 < argc) {
-      std::string d = argv[++i];
-      const size_t eq = d.find('=');
-      defines += "#define " + (eq == std::string::npos ? d + " 1" : d.substr(0, eq) + " " +
-                                                                      d.substr(eq + 1)) + "\n";
-      defineTag += "+" + d;
+      defines += glm5c::bench::defineLine(argv[++i]);
+      defineTag += std::string("+") + argv[i];
     } else if (a == "--shapes" && i + 1 < argc)
       shapeNames = splitList(argv[++i]);
     else if (a == "--tokens" && i + 1 < argc) {
