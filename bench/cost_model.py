@@ -56,12 +56,14 @@ INPUTS = {
     # --- H200 measurements: bench/RESULTS.md ---
     "h200_copy_bw": 4.23e12,          # B/s, measured device copy (PERF.md, RESULTS.md)
     # Quantized matvec, fraction of 4.23 TB/s on the quantized bytes (RESULTS.md "quantized
-    # linear, decode"): head 6144->154880 at T=1 and T=8, o_proj 16384->6144 at T=1.
-    "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1)
-        "F16": (0.976, 0.244, 0.757), "BF16": (0.824, 0.567, 0.643),
-        "F32": (0.812, 0.340, 0.564), "Q8_0": (0.720, 0.379, 0.548),
-        "Q4_K": (0.619, 0.431, 0.442), "Q5_K": (0.588, 0.438, 0.350),
-        "Q4_0": (0.568, 0.421, 0.328), "Q6_K": (0.547, 0.416, 0.427),
+    # linear, decode" and "sparse MLA with 8 heads per CTA; the one-token qlinear column fold",
+    # "lean copy issue", "Q6_K one-token step"): head 6144->154880 and o_proj 16384->6144, each
+    # at T=1 and T=8. F16 and F32 were not re-measured at T=8 on o_proj: head ratio assumed.
+    "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
+        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (0.827, 0.525, 0.607, 0.400),
+        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.720, 0.555, 0.548, 0.433),
+        "Q4_K": (0.748, 0.412, 0.491, 0.240), "Q5_K": (0.722, 0.406, 0.509, 0.304),
+        "Q4_0": (0.575, 0.339, 0.418, 0.254), "Q6_K": (0.592, 0.397, 0.454, 0.315),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
@@ -90,7 +92,9 @@ INPUTS = {
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
     # decode": after the per-pair expert path and the qlinear split change; 587 before).
-    "width_run_ms": 1000.0 / 679.8,
+    # Re-measured this session: 791.4 tok/s after the one-token qlinear fold (a913f0f; later
+    # single runs 804.6 and 726.6: the wall-clock rate of one 64-token run spreads with the host).
+    "width_run_ms": 1000.0 / 791.4,
     "width_run_context": 64,
     "width_run_quant": {"attention": "Q8_0", "indexer": "Q8_0", "indexer_gate": "F32",
                         "router": "F32", "dense_ffn": "Q8_0", "shared_expert": "Q8_0",
@@ -185,9 +189,11 @@ def fit_families(cfg=INPUTS):
 
 
 def matvec_efficiency(qtype, nbytes, tokens, cfg=INPUTS):
-    head_t1, head_t8, mid_t1 = cfg["matvec_eff"][qtype]
-    eff = head_t1 if nbytes >= cfg["matvec_large_bytes"] else mid_t1
-    return eff * (head_t8 / head_t1) if tokens > 1 else eff   # T=32 assumed like T=8
+    head_t1, head_t8, mid_t1, mid_t8 = cfg["matvec_eff"][qtype]
+    large = nbytes >= cfg["matvec_large_bytes"]
+    if tokens > 1:   # T=32 assumed like T=8
+        return head_t8 if large else mid_t8
+    return head_t1 if large else mid_t1
 
 
 # ---------------------------------------------------------------- routing -----------------------
