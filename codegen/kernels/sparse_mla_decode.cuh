@@ -115,6 +115,56 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 // rescales: P <= 2^8.
 #define GLM_RESCALE_SLACK 8.0f
 
+// Pieces of a tile's softmax that both head layouts share; kTiles: the S fragments a warp holds.
+// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then k-part p > 0 hands its
+// partial scores to the first k-part (same lane, same fragment slot): part p's block for token
+// group sg is spart[((p - 1) GLM_S_GROUPS + sg) kTiles 128].
+template <int kTiles>
+__device__ __forceinline__ void glm_mla_hand_off(float (&s)[kTiles][4],
+                                                 const float (&s2)[kTiles][4], float *spart,
+                                                 int kpart, int sg, int lane) {
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[i][e] += s2[i][e];
+  if (kpart > 0) {
+    float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * (kTiles * 128) + lane;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        my_part[(i * 4 + e) * 32] = s[i][e];
+  }
+}
+// The first k-part's full score of fragment slot (i, e): its own part v plus the others'.
+template <int kTiles>
+__device__ __forceinline__ float glm_mla_full_score(float v, const float *spart, int sg, int i,
+                                                    int e, int lane) {
+#pragma unroll
+  for (int p = 1; p < GLM_S_KSPLIT; ++p)
+    v += spart[((p - 1) * GLM_S_GROUPS + sg) * (kTiles * 128) + (i * 4 + e) * 32 + lane];
+  return v;
+}
+// The slow path's new references of this thread's two rows r (heads), whose maxima the token
+// groups left in red_max[w GLM_HEADS + col[r]]: m_ref[r] becomes the overall maximum, l_part[r]
+// is rescaled and alpha[r] is the factor for O.
+__device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int (&col)[2],
+                                                float (&m_ref)[2], float (&l_part)[2],
+                                                float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float tm = GLM_MASKED;
+#pragma unroll
+    for (int w = 0; w < GLM_S_GROUPS; ++w)
+      tm = fmaxf(tm, red_max[w * GLM_HEADS + col[r]]);
+    const float m_new = fmaxf(m_ref[r], tm);
+    alpha[r] = glm_exp2(m_ref[r] - m_new); // 1 while both are still GLM_MASKED
+    m_ref[r] = m_new;
+    l_part[r] *= alpha[r];
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     sparse_mla_decode(const glm_bf16 *__restrict__ q_lat,  // [B, H, GLM_D_LATENT]
                       const glm_bf16 *__restrict__ q_rope, // [B, H, GLM_D_ROPE]
@@ -295,22 +345,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[n + 1] : s[n + 1], qa[kk], bfrag[2], bfrag[3]);
       }
     }
-#pragma unroll
-    for (int n = 0; n < GLM_S_NTILES; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[n][e] += s2[n][e];
-    // The other k-parts hand their partial scores to the first (same lane, same fragment slot):
-    // part p's block for token group sg is spart[((p - 1) GLM_S_GROUPS + sg) GLM_S_NTILES 128].
-    constexpr int kPartFloats = GLM_S_NTILES * 4 * 32;
-    if (kpart > 0) {
-      float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * kPartFloats + lane;
-#pragma unroll
-      for (int n = 0; n < GLM_S_NTILES; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          my_part[(n * 4 + e) * 32] = s[n][e];
-    }
+    glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
 
     // The first k-part's warps own the full scores from here on: scale, mask, then
@@ -339,9 +374,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-#pragma unroll
-          for (int p = 1; p < GLM_S_KSPLIT; ++p)
-            s[n][e] += spart[((p - 1) * GLM_S_GROUPS + sg) * kPartFloats + (n * 4 + e) * 32 + lane];
+          s[n][e] = glm_mla_full_score<GLM_S_NTILES>(s[n][e], spart, sg, n, e, lane);
           // Token tok0 + 8 n + 2 t + e % 2; n8 tiles pair up in ring entries.
           const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + (e % 2);
           s[n][e] = svalid[vrow] ? s[n][e] * scale_log2 : GLM_MASKED;
@@ -368,17 +401,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
       __syncthreads();
       float alpha[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float tm = GLM_MASKED;
-#pragma unroll
-        for (int w = 0; w < GLM_S_GROUPS; ++w)
-          tm = fmaxf(tm, red_max[w * GLM_HEADS + g + 8 * r]);
-        const float m_new = fmaxf(m_ref[r], tm);
-        alpha[r] = glm_exp2(m_ref[r] - m_new); // 1 while both are still GLM_MASKED
-        m_ref[r] = m_new;
-        l_part[r] *= alpha[r];
-      }
+      glm_mla_new_ref(red_max, {g, g + 8}, m_ref, l_part, alpha);
 #pragma unroll
       for (int n = 0; n < GLM_O_NTILES; ++n) {
         o[n][0] *= alpha[0];
@@ -487,21 +510,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
-#pragma unroll
-    for (int mt = 0; mt < GLM_S_MTILES; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[mt][e] += s2[mt][e];
-    // The other k-parts hand their partial scores to the first (same lane, same fragment slot).
-    constexpr int kPartFloats = GLM_S_MTILES * 4 * 32;
-    if (kpart > 0) {
-      float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * kPartFloats + lane;
-#pragma unroll
-      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          my_part[(mt * 4 + e) * 32] = s[mt][e];
-    }
+    glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
 
     // The first k-part's warps own the full scores: s[mt][e] is token tok0 + 16 mt + g + 8 (e /
@@ -523,9 +532,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       for (int mt = 0; mt < GLM_S_MTILES; ++mt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-#pragma unroll
-          for (int p = 1; p < GLM_S_KSPLIT; ++p)
-            s[mt][e] += spart[((p - 1) * GLM_S_GROUPS + sg) * kPartFloats + (mt * 4 + e) * 32 + lane];
+          s[mt][e] = glm_mla_full_score<GLM_S_MTILES>(s[mt][e], spart, sg, mt, e, lane);
           const int vrow = tile_row(tok0 + 16 * mt) + g + 8 * (e / 2);
           s[mt][e] = svalid[vrow] ? s[mt][e] * scale_log2 : GLM_MASKED;
           mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
@@ -547,17 +554,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
       __syncthreads();
       float alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float tm = GLM_MASKED;
-#pragma unroll
-        for (int w = 0; w < GLM_S_GROUPS; ++w)
-          tm = fmaxf(tm, red_max[w * GLM_HEADS + 2 * t + h]);
-        const float m_new = fmaxf(m_ref[h], tm);
-        alpha[h] = glm_exp2(m_ref[h] - m_new); // 1 while both are still GLM_MASKED
-        m_ref[h] = m_new;
-        l_part[h] *= alpha[h];
-      }
+      glm_mla_new_ref(red_max, {2 * t, 2 * t + 1}, m_ref, l_part, alpha);
 #pragma unroll
       for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
         o[mt][0] *= alpha[0];
