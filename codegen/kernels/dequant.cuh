@@ -609,8 +609,9 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #endif
   }
 #if GLM_MV_COLS
-  // Thread t's blocks t and t + 4, where the step has them (a block past nel, its scale and its
-  // x sum are stale shared memory: they must not reach the fold, where 0 * NaN would).
+  // Q4_0 (the one type of this branch with columns). Thread t's blocks t and t + 4, where the
+  // step has them (a block past nel, its scale and its x sum are stale shared memory: they must
+  // not reach the fold, where 0 * NaN would).
   float s[4] = {0.f, 0.f, 0.f, 0.f}, sx[2] = {0.f, 0.f}; // scales a0 a1 b0 b1; x sums
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -618,13 +619,11 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
     if (32 * jb < nel) {
       s[h] = glm_half_f32(glm_lds_u16(ra + GLM_QBYTES * jb));
       s[2 + h] = glm_half_f32(glm_lds_u16(rb + GLM_QBYTES * jb));
-#if GLM_WTYPE == GLM_T_Q4_0
       sx[h] = xsum[8 * jb];
-#endif
     }
   }
-  // Q4_0: value = d (q - 8), D' = sum (128 + q) x, offset 136 d (Q8_0 would be exact: none).
-  const float o = GLM_WTYPE == GLM_T_Q4_0 ? 136.f : 0.f;
+  // value = d (q - 8), D = sum (128 + q) x: offset 136 d.
+  constexpr float o = 136.f;
   glm_mv_fold_cols(acc, D, s[0], o * s[0], s[1], o * s[1], s[2], o * s[2], s[3], o * s[3], sx[0],
                    sx[1]);
 #endif
