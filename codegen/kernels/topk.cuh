@@ -37,7 +37,12 @@
 
 #define GLM_TK_WARPS (GLM_TOPK_THREADS / 32)
 #define GLM_TK_BINS 2048 // bins of the 11-bit passes; the 10-bit pass uses the first 1024
-#define GLM_TK_BATCH 8   // keys each lane loads before using any (memory-level parallelism)
+// Keys each lane loads before using any (memory-level parallelism); every pass's loop body is
+// unrolled this far. Overridable (`glm5c-bench-indexer --define GLM_TK_BATCH=4`): at B = 1 the
+// row kernel stalls on instruction fetch (bench/RESULTS.md "where topk_row's time goes").
+#ifndef GLM_TK_BATCH
+#define GLM_TK_BATCH 8
+#endif
 #define GLM_TK_SEG_MAX (GLM_TOPK_THREADS * GLM_TOPK_SEG_ELEMS) // longest segment
 
 static_assert((GLM_PAGE & (GLM_PAGE - 1)) == 0, "page size is a power of two");
