@@ -2,6 +2,7 @@
 // parsing, and CUDA-graph timing (median of replays, inputs rotated over several sets).
 #pragma once
 
+#include "codegen/target/Target.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/support/status.h"
 
@@ -59,6 +60,15 @@ inline std::vector<std::string> splitList(const std::string &list) {
     p = c + 1;
   }
   return v;
+}
+
+// The tile target named on a bench's command line, or null after saying which names exist.
+inline const glm5c::codegen::Target *findTileTarget(const std::string &name) {
+  const glm5c::codegen::Target *t = glm5c::codegen::findTarget(name);
+  if (!t)
+    std::fprintf(stderr, "unknown tile target %s (known: %s)\n", name.c_str(),
+                 glm5c::codegen::targetNames().c_str());
+  return t;
 }
 
 // `#define NAME V` (V = 1 when absent) for a bench's --define NAME[=V]: the benchmarks put these

@@ -306,12 +306,9 @@ int main(int argc, char **argv) {
   bool failed = false;
   std::vector<std::string> table;
   for (const std::string &tn : tileNames) {
-    const Target *tiles = findTarget(tn);
-    if (!tiles) {
-      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
-                   targetNames().c_str());
+    const Target *tiles = glm5c::bench::findTileTarget(tn);
+    if (!tiles)
       return 2;
-    }
     const Target &plans = devTarget ? *devTarget : *tiles;
     Kernels k = build(drv, *tiles, codeArch, nvrtc, stagesOverride);
     for (int B : {1, 8, 32})

@@ -111,12 +111,9 @@ int main(int argc, char **argv) {
   bool failed = false;
 
   for (const std::string &tn : tileNames) {
-    const Target *tiles = findTarget(tn);
-    if (!tiles) {
-      std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
-                   targetNames().c_str());
+    const Target *tiles = glm5c::bench::findTileTarget(tn);
+    if (!tiles)
       return 2;
-    }
     const Target &sizing = devTarget ? *devTarget : *tiles;
     for (GgmlType type : kTypes) {
       std::string tname = qlinearTypeName(uint32_t(type));

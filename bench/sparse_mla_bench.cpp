@@ -346,12 +346,9 @@ int main(int argc, char **argv) {
       for (const std::string &mn : minCtasList)
         for (const std::string &vn : variantList)
           for (const std::string &hn : headsList) {
-            const Target *tiles = findTarget(tn);
-            if (!tiles) {
-              std::fprintf(stderr, "unknown tile target %s (known: %s)\n", tn.c_str(),
-                           targetNames().c_str());
+            const Target *tiles = glm5c::bench::findTileTarget(tn);
+            if (!tiles)
               return 2;
-            }
             const int warps = std::atoi(wn.c_str());
             if (warps != 0 && warps != 4 && warps != 8) {
               std::fprintf(stderr, "--warps takes 4 or 8\n");

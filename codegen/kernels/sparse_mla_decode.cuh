@@ -116,6 +116,15 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #define GLM_RESCALE_SLACK 8.0f
 
 // Pieces of a tile's softmax that both head layouts share; kTiles: the S fragments a warp holds.
+// Both S chains zeroed for a tile.
+template <int kTiles>
+__device__ __forceinline__ void glm_mla_zero(float (&s)[kTiles][4], float (&s2)[kTiles][4]) {
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[i][e] = s2[i][e] = 0.f;
+}
 // The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then k-part p > 0 hands its
 // partial scores to the first k-part (same lane, same fragment slot): part p's block for token
 // group sg is spart[((p - 1) GLM_S_GROUPS + sg) kTiles 128].
@@ -325,11 +334,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // n-tile (even and odd k-steps) halve the dependent mma chain; at 128 registers the second
     // chain spills.
     float s[GLM_S_NTILES][4], s2[GLM_S_NTILES][4];
-#pragma unroll
-    for (int n = 0; n < GLM_S_NTILES; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[n][e] = s2[n][e] = 0.f;
+    glm_mla_zero(s, s2);
 #pragma unroll
     for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
 #pragma unroll
@@ -493,11 +498,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // S^T for this warp's m-tiles (16 tokens each) x 8 heads over its GLM_S_K columns; two
     // accumulator chains with registers to spare, as in the 16-head layout.
     float s[GLM_S_MTILES][4], s2[GLM_S_MTILES][4];
-#pragma unroll
-    for (int mt = 0; mt < GLM_S_MTILES; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[mt][e] = s2[mt][e] = 0.f;
+    glm_mla_zero(s, s2);
 #pragma unroll
     for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
 #pragma unroll
