@@ -131,12 +131,34 @@ __device__ __forceinline__ float glm_s8_f32(uint32_t b) {
 __device__ __forceinline__ float glm_mul_byte(float s2, uint32_t w, int k) {
   return fmaf(s2, __uint_as_float(__byte_perm(w, 0x3F800000u, 0x7650 + k)), -s2);
 }
+// The same for a byte index k known once loops are unrolled, with `one` = glm_reg_const(1.0's
+// bits): the permute's selector is an immediate and 1.0 a register. With both constants ptxas
+// put 1.0 in the immediate and rebuilt the selector in a register before every use (a third
+// instruction each). The switch folds away wherever k is a constant; a run-time k takes
+// glm_mul_byte.
+__device__ __forceinline__ float glm_mul_byte_u(float s2, uint32_t w, int k, uint32_t one) {
+  uint32_t f;
+  switch (k & 3) {
+  case 0: asm("prmt.b32 %0, %1, %2, 0x7650;" : "=r"(f) : "r"(w), "r"(one)); break;
+  case 1: asm("prmt.b32 %0, %1, %2, 0x7651;" : "=r"(f) : "r"(w), "r"(one)); break;
+  case 2: asm("prmt.b32 %0, %1, %2, 0x7652;" : "=r"(f) : "r"(w), "r"(one)); break;
+  default: asm("prmt.b32 %0, %1, %2, 0x7653;" : "=r"(f) : "r"(w), "r"(one)); break;
+  }
+  return fmaf(s2, __uint_as_float(f), -s2);
+}
 // d * (int8) b for a raw byte b, likewise: d2 = d * 2^23, dn = d * (2^23 + 128) (both exact).
 __device__ __forceinline__ float glm_mul_s8(float d2, float dn, uint32_t b) {
   return fmaf(d2, __uint_as_float((b ^ 0x80u) | 0x3F800000u), -dn);
 }
 __device__ __forceinline__ float glm_half_f32(uint32_t bits) {
   return glm_f16_to_f32(static_cast<unsigned short>(bits & 0xFFFFu));
+}
+
+// c in a register that ptxas cannot fold back into an immediate (shared-memory addresses are
+// below 2^30, so the OR adds nothing): for instructions with two constant operands, where ptxas
+// would otherwise rebuild the other one in a register at every use.
+__device__ __forceinline__ uint32_t glm_reg_const(uint32_t c, const void *smem_ptr) {
+  return c | (glm_smem_addr(smem_ptr) >> 30);
 }
 
 // Global loads (read-only path).
@@ -480,6 +502,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #if GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
   const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
+  const uint32_t one = glm_reg_const(0x3F800000u, ra); // for glm_mul_byte_u
   // Super-block scales times 2^23, for glm_mul_byte.
   const float da = glm_half_f32(ha.x) * 8388608.f, dmina = glm_half_f32(ha.x >> 16) * 8388608.f;
   const float db = glm_half_f32(hb.x) * 8388608.f, dminb = glm_half_f32(hb.x >> 16) * 8388608.f;
@@ -523,10 +546,10 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
       }
 #if !GLM_MV_COLS
-      const float d1a = glm_mul_byte(da, j < 4 ? sa.sc_lo : sa.sc_hi, j & 3);
-      const float d1b = glm_mul_byte(db, j < 4 ? sb.sc_lo : sb.sc_hi, j & 3);
-      const float m1a = glm_mul_byte(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j & 3);
-      const float m1b = glm_mul_byte(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j & 3);
+      const float d1a = glm_mul_byte_u(da, j < 4 ? sa.sc_lo : sa.sc_hi, j, one);
+      const float d1b = glm_mul_byte_u(db, j < 4 ? sb.sc_lo : sb.sc_hi, j, one);
+      const float m1a = glm_mul_byte_u(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j, one);
+      const float m1b = glm_mul_byte_u(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j, one);
       const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * j + 2 * t);
       glm_mv_fold(acc, D, d1a, fmaf(128.f, d1a, m1a), d1b, fmaf(128.f, d1b, m1b), sx);
 #endif

@@ -128,33 +128,72 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
 }
 
 #if GLM_MV_USE_MMA
-// Stages x[:, k0 .. k0 + kc) (kc a multiple of 32) as bf16 in fragment order, and the fp32 sums
-// of each GLM_XSUM_GRAN group of the same (bf16) values, [group][8 tokens].
+// Stages x[:, k0 .. k0 + kc) (kc a multiple of 32, at most GLM_KC) as bf16 in fragment order,
+// and the fp32 sums of each GLM_XSUM_GRAN group of the same (bf16) values, [group][8 tokens].
+// The CTA walks the GLM_TOKENS x GLM_KC / 8 grid of 8-element units (one 16-byte load each; x
+// rows start 16-byte aligned, K being a multiple of 32) token-major with a compile-time stride:
+// no run-time division (that and 4-element units were a fifth of a T = 8 step's instructions).
+// Units at or past kc are skipped. A scale group is GLM_XSUM_GRAN / 8 aligned lanes (GLM_KC / 8
+// is a multiple of 32), which the shuffle sums rely on; every lane runs the same trip count.
+// Loads go out in pairs before either is used; the loop over pairs stays rolled (unrolled, BF16
+// at T = 8 with 128 threads spilled).
 __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
                                             float *xsum, int K, int k0, int kc) {
-  const int groups = kc / 4; // per token; a multiple of 8, so a 32-group is 8 aligned lanes
-  const int total = GLM_TOKENS * groups;
-  for (int base = 0; base < total; base += GLM_THREADS) { // uniform trip count (shuffles)
-    const int idx = base + threadIdx.x;
-    const bool ok = idx < total;
-    const int tok = ok ? idx / groups : 0, G = ok ? idx % groups : 0;
-    uint2 v = make_uint2(0u, 0u);
-    if (ok) {
-      v = *reinterpret_cast<const uint2 *>(x + static_cast<long long>(tok) * K + k0 + 4 * G);
-      *reinterpret_cast<uint2 *>(xs + tok * GLM_XROW + 4 * glm_x_perm_group(G)) =
-          make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+  constexpr unsigned kUnits = GLM_KC / 8; // per token
+  constexpr int kIters = (GLM_TOKENS * kUnits + GLM_THREADS - 1) / GLM_THREADS;
+  // BF16 (at its 96-register bound with 128 threads) loads one unit at a time: pairs spilled.
+  constexpr int kBatch = kIters < 2 || GLM_WTYPE == GLM_T_BF16 ? 1 : 2;
+  static_assert(kUnits % 4 == 0, "32-element groups are whole quads of lanes");
+  const unsigned units = static_cast<unsigned>(kc) / 8;
+  auto where = [&](int i, unsigned &tok, unsigned &u) { // unit i of this thread; false: none
+    const unsigned idx = static_cast<unsigned>(i) * GLM_THREADS + threadIdx.x;
+    tok = idx / kUnits, u = idx % kUnits;
+    return i < kIters && tok < GLM_TOKENS && u < units;
+  };
+#pragma unroll 1
+  for (int i0 = 0; i0 < kIters; i0 += kBatch) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      unsigned tok, u;
+      v[b] = where(i0 + b, tok, u)
+                 ? *reinterpret_cast<const uint4 *>(x + static_cast<size_t>(tok) * K + k0 + 8 * u)
+                 : make_uint4(0u, 0u, 0u, 0u);
     }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      unsigned tok, u;
+      const bool ok = where(i0 + b, tok, u);
+      // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
+      const uint2 g0 = make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410),
+                                  __byte_perm(v[b].x, v[b].y, 0x7632));
+      const uint2 g1 = make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410),
+                                  __byte_perm(v[b].z, v[b].w, 0x7632));
+      if (ok) {
+        glm_bf16 *row = xs + tok * GLM_XROW;
+#if GLM_MV_P8
+        // glm_x_perm_group: groups 2u, 2u + 1 go to p and p + 4 (p = 8 (u / 4) + u % 4).
+        const unsigned p = 8 * (u / 4) + u % 4;
+        *reinterpret_cast<uint2 *>(row + 4 * p) = g0;
+        *reinterpret_cast<uint2 *>(row + 4 * p + 16) = g1;
+#else
+        *reinterpret_cast<uint4 *>(row + 8 * u) = make_uint4(g0.x, g0.y, g1.x, g1.y);
+#endif
+      }
 #if GLM_XSUM_GRAN
-    float s = (__uint_as_float(v.x << 16) + __uint_as_float(v.x & 0xFFFF0000u)) +
-              (__uint_as_float(v.y << 16) + __uint_as_float(v.y & 0xFFFF0000u));
-    s += __shfl_xor_sync(0xffffffffu, s, 1);
-    s += __shfl_xor_sync(0xffffffffu, s, 2);
+      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+      float s = 0.f;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        s += __uint_as_float(w[q] << 16) + __uint_as_float(w[q] & 0xFFFF0000u);
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
 #if GLM_XSUM_GRAN == 32
-    s += __shfl_xor_sync(0xffffffffu, s, 4);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
 #endif
-    if (ok && G % (GLM_XSUM_GRAN / 4) == 0)
-      xsum[G / (GLM_XSUM_GRAN / 4) * 8 + tok] = s;
+      if (ok && u % (GLM_XSUM_GRAN / 8) == 0)
+        xsum[u / (GLM_XSUM_GRAN / 8) * 8 + tok] = s;
 #endif
+    }
   }
 }
 #endif

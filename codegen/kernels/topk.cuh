@@ -428,8 +428,22 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   glm_tk_select(hist, 1024, remaining, scratch, misc);
   const uint32_t kth = prefix | misc[0], need = remaining - misc[1];
 
+  // The block-table entries of the row's pages go to shared memory (the histogram's, free once
+  // the last select has ended with its barrier) when they fit: the emit then finds a selected
+  // position's slot there, not by a dependent global load per element.
+  const int32_t *ebt = bt;
+  if (bt) {
+    const int pages = (n + GLM_PAGE - 1) / GLM_PAGE;
+    if (pages <= GLM_TK_BINS) {
+      int32_t *sbt = reinterpret_cast<int32_t *>(hist);
+      for (int i = tid; i < pages; i += GLM_TOPK_THREADS)
+        sbt[i] = bt[i];
+      __syncthreads();
+      ebt = sbt;
+    }
+  }
   // Ordered emit over the row (the candidates overwrote the kept keys only when !cached).
-  glm_tk_emit(src, cached ? cache : nullptr, 0, n, kth, need, 0, 0, out, sout, bt, scratch);
+  glm_tk_emit(src, cached ? cache : nullptr, 0, n, kth, need, 0, 0, out, sout, ebt, scratch);
 }
 
 // Multi-CTA, launch 1 of 2: grid (segments, T). Adds the segment's histogram of key bits 31..21

@@ -73,6 +73,25 @@ std::vector<int64_t> chunkSizes(int64_t K, int64_t smallest) {
   return v;
 }
 
+std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int stages, int64_t kc) {
+  return "qlinear_mv_mma_" + tname + "_bf16_t" + std::to_string(tokens) + "_w" +
+         std::to_string(warps) + "_s" + std::to_string(stages) + "_kc" + std::to_string(kc);
+}
+
+// The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
+void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps, int stages,
+                int64_t kc, int64_t smem) {
+  cfg.variant = name;
+  cfg.mma = mma;
+  cfg.warps = warps;
+  cfg.threads = warps * 32;
+  cfg.stages = stages;
+  cfg.kChunk = static_cast<int>(kc);
+  cfg.rowsPerWarp = mma ? 16 : fmaRowsPerWarp(cfg.tokens);
+  cfg.rowsPerCta = warps * cfg.rowsPerWarp;
+  cfg.dynamicSmem = smem;
+}
+
 } // namespace
 
 bool qlinearSupportsType(uint32_t type) { return findType(type) != nullptr; }
@@ -206,9 +225,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
       const int warps = c.warps;
       const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc));
       std::string name =
-          mma ? "qlinear_mv_mma_" + tname + "_bf16_t" + std::to_string(tokens) + "_w" +
-                    std::to_string(warps) + "_s" + std::to_string(c.stages) + "_kc" +
-                    std::to_string(c.kc)
+          mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
                     std::to_string(fmaRowsPerWarp(tokens)) + "_kc" + std::to_string(c.kc);
       if (smem > budget) {
@@ -217,20 +234,34 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      cfg.variant = name;
-      cfg.mma = mma;
-      cfg.warps = warps;
-      cfg.threads = warps * 32;
-      cfg.stages = c.stages;
-      cfg.kChunk = static_cast<int>(c.kc);
-      cfg.rowsPerWarp = mma ? 16 : fmaRowsPerWarp(tokens);
-      cfg.rowsPerCta = warps * cfg.rowsPerWarp;
-      cfg.dynamicSmem = smem;
+      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem);
       return cfg;
     }
   }
   return makeStatus(StatusCode::kUnimplemented, "no qlinear_mv variant fits %s:%s", tiles.name,
                     rejected.c_str());
+}
+
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
+                                                  int64_t N, int tokens, int warps, int stages,
+                                                  int64_t kc) {
+  auto cfg = selectQLinear(tiles, type, K, N, tokens, false);
+  if (!cfg.isOk())
+    return cfg;
+  if (cfg->kind != QLinearKind::kDecode || !cfg->mma)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
+  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc));
+  const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
+  if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "no decode tiles w%d s%d kc%lld for %s: need 1..16 warps, >= 2 stages, "
+                      "kc a multiple of %d, and %lld B shared memory within %s's %lld B",
+                      warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
+                      static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
+  fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
+             warps, stages, kc, smem);
+  return cfg;
 }
 
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,

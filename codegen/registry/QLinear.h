@@ -50,6 +50,12 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K);
 glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
                                               int64_t N, int tokens, bool actF32 = false);
 
+// The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
+// A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
+                                                  int64_t N, int tokens, int warps, int stages,
+                                                  int64_t kc);
+
 // The embedding lookup over a table {H, V} of `type`.
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
                                              bool actF32 = false);
