@@ -57,6 +57,12 @@ static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the
 static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps");
 
 #if GLM_MV_USE_MMA
+// GLM_MV_ROWS16 (types whose steps are not all 16-byte aligned): the registry's promise that
+// every weight row starts 16-byte aligned -- the base is, and row_bytes % 16 == 0 (K % 256 == 0
+// for Q8_0 and Q4_0, K % 2048 == 0 for Q6_K) -- which lets the copies skip per-row alignment.
+#ifndef GLM_MV_ROWS16
+#define GLM_MV_ROWS16 0
+#endif
 #define GLM_CTA_ROWS (GLM_WARPS * 16)
 #define GLM_EMIT_SLOTS 4
 #define GLM_SPC (GLM_KC / GLM_MV_STEP) // steps per x chunk
@@ -243,38 +249,46 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     reinterpret_cast<uint32_t *>(xs + GLM_XROW)[i] = 0u; // barrier publishes it)
 #endif
 
-#if GLM_MV_ALIGNED16 && GLM_QK == GLM_MV_STEP
-  // Q4_K / Q5_K (144 or 176 B, one block per step): every step is whole and 16-byte aligned, so
-  // a lane's copies are fixed chunks at a per-step offset: their global and shared addresses are
-  // computed once and a copy is two adds (the general path below spent 92 instructions per step
-  // on 5 copies; this one made the Q4_K head 6% faster on the H200).
+  // Copies step i of the warp's 16 rows (clamped to row N - 1) into ring slot i % GLM_STAGES:
+  // each row's byte range, widened to 16-byte chunks (its cover), never past the end of the
+  // tensor. Lane l copies chunks c = l + 32 q of the 16 x GLM_SLOT_CHUNKS (row, chunk) grid; their
+  // global and shared addresses in step 0 are computed once.
+  // Whole steps on 16-byte-aligned rows (Q4_K and Q5_K, or GLM_MV_ROWS16): a step's cover starts
+  // at the same chunk of every row and ends inside the row (whose end is a multiple of 16), so a
+  // copy is an add. The general path (any row alignment) spent 92 instructions per step on
+  // Q4_K's 5 copies; this one made the Q4_K head 6% faster on the H200.
   constexpr int kCopyIters = (16 * GLM_SLOT_CHUNKS + 31) / 32;
+#if (GLM_MV_ALIGNED16 && GLM_QK == GLM_MV_STEP) || GLM_MV_ROWS16
+  // Whole steps (K is a multiple of 256 here). The tail chunk (2-aligned types: the one starting
+  // at or past GLM_MV_STEP_BYTES) is copied only when the step's start within its first chunk
+  // pushes its end past the last whole one (by more than kTailSlack).
+  constexpr int kTailSlack = (GLM_MV_STEP_BYTES + 15) / 16 * 16 - GLM_MV_STEP_BYTES;
   const uint32_t ring_s = glm_smem_addr(ring);
-  const glm_u8 *cp_src[kCopyIters];
-  uint32_t cp_dst[kCopyIters]; // in slot 0; ~0u: no chunk for this lane
+  const glm_u8 *cp_src[kCopyIters]; // row start + the chunk's offset in the cover
+  uint32_t cp_dst[kCopyIters];      // in slot 0; ~0u: no chunk for this lane
+  uint32_t cp_tail = 0;             // bit q: chunk q is the tail chunk
 #pragma unroll
   for (int q = 0; q < kCopyIters; ++q) {
     const int c = lane + 32 * q, r = c / GLM_SLOT_CHUNKS, ch = 16 * (c % GLM_SLOT_CHUNKS);
     const int row = min(wrow0 + min(r, 15), N - 1);
     cp_src[q] = w + static_cast<unsigned long long>(row) * row_bytes + ch;
     cp_dst[q] = c < 16 * GLM_SLOT_CHUNKS ? ring_s + r * GLM_SLOT + ch : ~0u;
+    cp_tail |= (ch >= GLM_MV_STEP_BYTES ? 1u : 0u) << q;
   }
   auto issue = [&](int i) {
     if (i < nsteps) {
-      const unsigned block = static_cast<unsigned>(k_begin) / GLM_QK + i;
-      const unsigned long long off = static_cast<unsigned long long>(block) * GLM_QBYTES;
+      const unsigned long long off =
+          static_cast<unsigned long long>((k_begin + i * GLM_MV_STEP) / GLM_QK) * GLM_QBYTES;
       const uint32_t slot = (i % GLM_STAGES) * 16 * GLM_SLOT;
+      const uint32_t skip = static_cast<int>(off & 15) <= kTailSlack ? cp_tail : 0u;
 #pragma unroll
       for (int q = 0; q < kCopyIters; ++q)
-        if (cp_dst[q] != ~0u)
-          glm_cp_async_16(cp_dst[q] + slot, cp_src[q] + off, 16);
+        if (cp_dst[q] != ~0u && !((skip >> q) & 1u))
+          glm_cp_async_16(cp_dst[q] + slot, cp_src[q] + (off & ~15ull), 16);
     }
 #else
-  // Copies step i of the warp's 16 rows (clamped to row N - 1) into ring slot i % GLM_STAGES:
-  // each row's byte range, widened to 16-byte chunks, never past the end of the tensor. Lane l
-  // copies chunks c = l + 32 q of the 16 x GLM_SLOT_CHUNKS (row, chunk) grid; their rows' first
-  // bytes and slot offsets are fixed across steps, so they are computed once.
-  constexpr int kCopyIters = (16 * GLM_SLOT_CHUNKS + 31) / 32;
+  // Any row alignment (and BF16, whose last step of K may be partial): per chunk, its row's
+  // offset and the step's.
   unsigned long long cp_row[kCopyIters];
   int cp_dst[kCopyIters], cp_ch[kCopyIters];
 #pragma unroll

@@ -80,8 +80,9 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps, int stages,
-                int64_t kc, int64_t smem) {
-  cfg.variant = name;
+                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K) {
+  cfg.rows16 = mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
+  cfg.variant = name + (cfg.rows16 ? "_r16" : "");
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = warps * 32;
@@ -234,7 +235,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem);
+      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K);
       return cfg;
     }
   }
@@ -260,7 +261,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
   fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
-             warps, stages, kc, smem);
+             warps, stages, kc, smem, *findType(type), K);
   return cfg;
 }
 
@@ -326,6 +327,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
     s += "#define GLM_MV_USE_MMA " + std::to_string(cfg.mma ? 1 : 0) + "\n";
     if (cfg.mma)
       s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+    if (cfg.rows16)
+      s += "#define GLM_MV_ROWS16 1\n";
     else
       s += "#define GLM_RPW " + std::to_string(cfg.rowsPerWarp) + "\n";
   }

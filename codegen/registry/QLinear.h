@@ -32,6 +32,10 @@ struct QLinearConfig {
   int rowsPerCta = 0;                  // decode: weight rows per CTA (the grid's x unit)
   int tileM = 0, tileN = 0, tileK = 0; // prefill: tokens, rows, k per CTA tile
   int64_t dynamicSmem = 0;             // bytes; equals the template's GLM_SMEM_BYTES
+  // mma decode of a type whose steps are not all 16-byte aligned (Q8_0, Q4_0, Q6_K): K keeps
+  // every row 16-byte aligned (GLM_MV_ROWS16, "_r16" in the variant), so the kernel copies
+  // without per-row alignment. Such a kernel serves only K with that property.
+  bool rows16 = false;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).

@@ -136,33 +136,38 @@ GPU_TEST(qlinear_decode) {
 }
 
 // 256-element x chunks and (mma) a 2-deep ring over a long K in one split: every step restages
-// x, the ring wraps many times, and for 32-element blocks the last step is partial.
+// x, the ring wraps many times, and for 32-element blocks the last step is partial (K = 4160,
+// rows 2-byte aligned) or every row starts 16-byte aligned (K = 4096: the _r16 copies, as for
+// Q6_K at K = 4096).
 GPU_TEST(qlinear_decode_chunks) {
   const int64_t N = 200;
   const int T = 3;
   for (GgmlType type : kTypes)
-    for (bool f32 : {false, true}) {
-      QWeight qw{type, isKQuant(type) ? 4096 : 4160, N, {}};
-      Rng rng(uint32_t(type) + 200);
-      if (!ctx.compileOnly && !makeWeight(qw, rng, report))
-        return;
-      GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
-      QLinearConfig cfg = base;
-      cfg.kChunk = 256;
-      if (cfg.mma)
-        cfg.stages = 2;
-      cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
-      cfg.variant =
-          cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" + (cfg.mma ? "_s2" : "");
-      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-      if (ctx.compileOnly)
-        continue;
-      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-      runDecode(ctx, report, cfg, fn, qw, T, f32, true,
-                caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
-      runDecode(ctx, report, cfg, fn, qw, T, f32, false,
-                caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
-    }
+    for (int64_t K : {int64_t(4096), int64_t(4160)})
+      for (bool f32 : {false, true}) {
+        if (isKQuant(type) && K % 256 != 0)
+          continue;
+        QWeight qw{type, K, N, {}};
+        Rng rng(uint32_t(type) + 200);
+        if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+          return;
+        GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
+        QLinearConfig cfg = base;
+        cfg.kChunk = 256;
+        if (cfg.mma)
+          cfg.stages = 2;
+        cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
+        cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
+                      (cfg.mma ? "_s2" : "") + (cfg.rows16 ? "_r16" : "");
+        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+        if (ctx.compileOnly)
+          continue;
+        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+        runDecode(ctx, report, cfg, fn, qw, T, f32, true,
+                  caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
+        runDecode(ctx, report, cfg, fn, qw, T, f32, false,
+                  caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
+      }
 }
 
 GPU_TEST(qlinear_prefill) {
