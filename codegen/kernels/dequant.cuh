@@ -139,10 +139,18 @@ __device__ __forceinline__ float glm_mul_byte(float s2, uint32_t w, int k) {
 __device__ __forceinline__ float glm_mul_byte_u(float s2, uint32_t w, int k, uint32_t one) {
   uint32_t f;
   switch (k & 3) {
-  case 0: asm("prmt.b32 %0, %1, %2, 0x7650;" : "=r"(f) : "r"(w), "r"(one)); break;
-  case 1: asm("prmt.b32 %0, %1, %2, 0x7651;" : "=r"(f) : "r"(w), "r"(one)); break;
-  case 2: asm("prmt.b32 %0, %1, %2, 0x7652;" : "=r"(f) : "r"(w), "r"(one)); break;
-  default: asm("prmt.b32 %0, %1, %2, 0x7653;" : "=r"(f) : "r"(w), "r"(one)); break;
+  case 0:
+    asm("prmt.b32 %0, %1, %2, 0x7650;" : "=r"(f) : "r"(w), "r"(one));
+    break;
+  case 1:
+    asm("prmt.b32 %0, %1, %2, 0x7651;" : "=r"(f) : "r"(w), "r"(one));
+    break;
+  case 2:
+    asm("prmt.b32 %0, %1, %2, 0x7652;" : "=r"(f) : "r"(w), "r"(one));
+    break;
+  default:
+    asm("prmt.b32 %0, %1, %2, 0x7653;" : "=r"(f) : "r"(w), "r"(one));
+    break;
   }
   return fmaf(s2, __uint_as_float(f), -s2);
 }
@@ -367,17 +375,32 @@ __device__ __forceinline__ uint2 glm_mv_b(const glm_bf16 *xs, int xrow, int g, i
 // slower on the H200 with columns: lm_head 331.8 -> 343.6 us).
 #define GLM_MV_COLS (GLM_TOKENS == 1 && GLM_WTYPE != GLM_T_BF16 && GLM_WTYPE != GLM_T_Q8_0)
 __device__ __forceinline__ constexpr int glm_mv_col(int j) { return 2 * (j & 3) + (j >> 2); }
-// B fragment of group j's k step at staged element e16: x (token row 0) in column col(j), zeros
-// elsewhere, read from the staged zero row `xrow` further on (no select per register).
-__device__ __forceinline__ uint2 glm_mv_bcol(const glm_bf16 *xs, int xrow, int g, int t, int e16,
-                                             int j) {
-  return *reinterpret_cast<const uint2 *>(xs + (g == glm_mv_col(j) ? 0 : xrow) + e16 + 4 * t);
+// Where lane (g, t) reads group j's B fragment, relative to x: 0 (x, token row 0) when its
+// column is col(j), else the staged zero row `xrow` further on. Fixed for a lane: the decode
+// kernel computes them once (per step, each one's compare and select were two integer-pipe
+// instructions, which bound the one-token Q4_K step).
+struct glm_mv_xoff {
+  int o[8];
+};
+__device__ __forceinline__ glm_mv_xoff glm_mv_xoff_of(int g, int xrow) {
+  glm_mv_xoff x;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    x.o[j] = g == glm_mv_col(j) ? 0 : xrow;
+    asm volatile("" : "+r"(x.o[j])); // kept in a register: not recomputed per step
+  }
+  return x;
+}
+// B fragment of group j's k step at staged element e16: x in column col(j), zeros elsewhere.
+__device__ __forceinline__ uint2 glm_mv_bcol(const glm_bf16 *xs, const glm_mv_xoff &xo, int t,
+                                             int e16, int j) {
+  return *reinterpret_cast<const uint2 *>(xs + xo.o[j] + e16 + 4 * t);
 }
 // B fragment of group j's k step in either mode.
-__device__ __forceinline__ uint2 glm_mv_bx(const glm_bf16 *xs, int xrow, int g, int t, int e16,
-                                           int j) {
+__device__ __forceinline__ uint2 glm_mv_bx(const glm_bf16 *xs, int xrow, const glm_mv_xoff &xo,
+                                           int g, int t, int e16, int j) {
 #if GLM_MV_COLS
-  return glm_mv_bcol(xs, xrow, g, t, e16, j);
+  return glm_mv_bcol(xs, xo, t, e16, j);
 #else
   return glm_mv_b(xs, xrow, g, t, e16);
 #endif
@@ -408,8 +431,8 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 #if GLM_WTYPE == GLM_T_Q6_K
 // glm_mv_step's Q6_K body; kA4: both rows' step bytes start 4-byte aligned in shared memory.
 template <bool kA4>
-__device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb,
-                                             const glm_bf16 *xs, int xrow, const float *xsum,
+__device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb, const glm_bf16 *xs,
+                                             int xrow, const glm_mv_xoff &xo, const float *xsum,
                                              int g, int t, float (&acc)[4]) {
   auto ld = [](const glm_u8 *p) {
     return kA4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
@@ -468,7 +491,7 @@ __device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb,
 #if !GLM_MV_COLS
         float D[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
-        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 16 * is, 2 * qq + hp);
+        const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 16 * is, 2 * qq + hp);
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
 #if !GLM_MV_COLS
         // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
@@ -496,8 +519,8 @@ __device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb,
 // One 256-element step (nel < 256 only at the end of K, for 32-element blocks) of rows g (raw
 // bytes at ra) and g + 8 (rb). xs: staged x at the step's first element, token rows `xrow` apart;
 // xsum: x sums of the step's first scale group, [group][8 tokens].
-__device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
-                                            const glm_bf16 *xs, int xrow, const float *xsum,
+__device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, const glm_bf16 *xs,
+                                            int xrow, const glm_mv_xoff &xo, const float *xsum,
                                             int nel, int g, int t, float (&acc)[4]) {
 #if GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
@@ -542,7 +565,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
         a[2] |= ((xa >> (j + 8)) << 4) & 0x00100010u;
         a[3] |= ((xb >> (j + 8)) << 4) & 0x00100010u;
 #endif
-        const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * j + 16 * ks, j);
+        const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * j + 16 * ks, j);
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
       }
 #if !GLM_MV_COLS
@@ -573,11 +596,11 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
 #if GLM_MV_COLS
   const bool a4 = __all_sync(0xffffffffu, ((glm_smem_addr(ra) | glm_smem_addr(rb)) & 3u) == 0);
   if (a4) {
-    glm_q6k_step<true>(ra, rb, xs, xrow, xsum, g, t, acc);
+    glm_q6k_step<true>(ra, rb, xs, xrow, xo, xsum, g, t, acc);
     return;
   }
 #endif
-  glm_q6k_step<false>(ra, rb, xs, xrow, xsum, g, t, acc);
+  glm_q6k_step<false>(ra, rb, xs, xrow, xo, xsum, g, t, acc);
 #elif GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_Q4_0
 #if GLM_MV_COLS
   float D[4] = {0.f, 0.f, 0.f, 0.f}; // the step is one round: its (up to) 8 blocks
@@ -602,7 +625,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
       a[1] = glm_pack_bf16x2(glm_sbyte_f32(wb, 0), glm_sbyte_f32(wb, 2));
       a[2] = glm_pack_bf16x2(glm_sbyte_f32(wa, 1), glm_sbyte_f32(wa, 3));
       a[3] = glm_pack_bf16x2(glm_sbyte_f32(wb, 1), glm_sbyte_f32(wb, 3));
-      const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * jb + 16 * ks, jb);
+      const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
       glm_mma_bf16_16816(D, a, bx.x, bx.y);
     }
 #if !GLM_MV_COLS
@@ -621,7 +644,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb,
       a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * ks), GLM_BF16_128);
       a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * ks + 8), GLM_BF16_128);
       a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * ks + 8), GLM_BF16_128);
-      const uint2 bx = glm_mv_bx(xs, xrow, g, t, 32 * jb + 16 * ks, jb);
+      const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
       glm_mma_bf16_16816(D, a, bx.x, bx.y);
     }
 #if !GLM_MV_COLS

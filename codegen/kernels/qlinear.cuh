@@ -97,8 +97,8 @@ static_assert(GLM_STAGES >= 2, "a ring of at least two steps");
 #endif
 
 // This CTA's result for (row, tok): the output itself with one split, else a partial.
-__device__ __forceinline__ void glm_ql_emit(glm_act *y, float *ws, int N, int row, int tok,
-                                            float v, int split, int splits) {
+__device__ __forceinline__ void glm_ql_emit(glm_act *y, float *ws, int N, int row, int tok, float v,
+                                            int split, int splits) {
   if (splits == 1)
     glm_act_store(y, static_cast<long long>(tok) * N + row, v);
   else
@@ -107,8 +107,8 @@ __device__ __forceinline__ void glm_ql_emit(glm_act *y, float *ws, int N, int ro
 
 // After every emit of the CTA: the last split to finish row tile blockIdx.x sums the partials in
 // split order and writes the outputs, then re-arms the counter.
-__device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsigned *counters,
-                                             int N, int row0, int splits) {
+__device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsigned *counters, int N,
+                                             int row0, int splits) {
   if (splits == 1)
     return;
   __shared__ int s_last;
@@ -171,10 +171,10 @@ __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_b
       unsigned tok, u;
       const bool ok = where(i0 + b, tok, u);
       // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
-      const uint2 g0 = make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410),
-                                  __byte_perm(v[b].x, v[b].y, 0x7632));
-      const uint2 g1 = make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410),
-                                  __byte_perm(v[b].z, v[b].w, 0x7632));
+      const uint2 g0 =
+          make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410), __byte_perm(v[b].x, v[b].y, 0x7632));
+      const uint2 g1 =
+          make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410), __byte_perm(v[b].z, v[b].w, 0x7632));
       if (ok) {
         glm_bf16 *row = xs + tok * GLM_XROW;
 #if GLM_MV_P8
@@ -245,7 +245,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
       xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
 #endif
 #if GLM_MV_COLS
-  for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS) // the zero row (the first chunk's
+  for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS)  // the zero row (the first chunk's
     reinterpret_cast<uint32_t *>(xs + GLM_XROW)[i] = 0u; // barrier publishes it)
 #endif
 
@@ -278,12 +278,14 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   auto issue = [&](int i) {
     if (i < nsteps) {
       const unsigned long long off =
-          static_cast<unsigned long long>((k_begin + i * GLM_MV_STEP) / GLM_QK) * GLM_QBYTES;
+          static_cast<unsigned long long>(static_cast<unsigned>(k_begin + i * GLM_MV_STEP) /
+                                          GLM_QK) *
+          GLM_QBYTES;
       const uint32_t slot = (i % GLM_STAGES) * 16 * GLM_SLOT;
       const uint32_t skip = static_cast<int>(off & 15) <= kTailSlack ? cp_tail : 0u;
 #pragma unroll
       for (int q = 0; q < kCopyIters; ++q)
-        if (cp_dst[q] != ~0u && !((skip >> q) & 1u))
+        if ((32 * (q + 1) <= 16 * GLM_SLOT_CHUNKS || cp_dst[q] != ~0u) && !((skip >> q) & 1u))
           glm_cp_async_16(cp_dst[q] + slot, cp_src[q] + (off & ~15ull), 16);
     }
 #else
@@ -329,6 +331,11 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   for (int s = 0; s < GLM_STAGES - 1; ++s)
     issue(s);
   float acc[4] = {0.f, 0.f, 0.f, 0.f}; // rows g, g+8 x tokens 2t, 2t+1 (the mma C fragment)
+#if GLM_MV_COLS
+  const glm_mv_xoff xo = glm_mv_xoff_of(g, GLM_XROW); // the B fragments' rows
+#else
+  const glm_mv_xoff xo = {}; // unused
+#endif
   const long long ra_row = min(wrow0 + g, N - 1), rb_row = min(wrow0 + g + 8, N - 1);
   for (int i = 0; i < nsteps; ++i) {
     const int k = k_begin + i * GLM_MV_STEP;
@@ -340,9 +347,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     }
     issue(i + GLM_STAGES - 1); // into the slot step i - 1 used (released by the __syncwarp)
     glm_cp_async_wait<GLM_STAGES - 1>(); // this thread's copies of step i have landed
-    __syncwarp();                         // ... and every lane's
+    __syncwarp();                        // ... and every lane's
     const glm_u8 *slot = ring + (i % GLM_STAGES) * 16 * GLM_SLOT;
-    const long long off = static_cast<long long>(k / GLM_QK) * GLM_QBYTES;
+    const long long off = static_cast<long long>(static_cast<unsigned>(k) / GLM_QK) * GLM_QBYTES;
     const glm_u8 *ra = slot + g * GLM_SLOT + ((ra_row * row_bytes + off) & 15);
     const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + ((rb_row * row_bytes + off) & 15);
 #if GLM_XSUM_GRAN
@@ -350,7 +357,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #else
     const float *xsum_step = xsum;
 #endif
-    glm_mv_step(ra, rb, xs + e, GLM_XROW, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
+    glm_mv_step(ra, rb, xs + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
     __syncwarp(); // the slot may be refilled
   }
   glm_cp_async_wait<0>();
@@ -428,19 +435,18 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 
 #if GLM_QL_KIND == 0
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
-    qlinear_decode(const glm_u8 *__restrict__ w,   // {K, N} GGUF blocks
-                   const glm_act *__restrict__ x,  // [GLM_TOKENS, K]
-                   glm_act *__restrict__ y,        // [GLM_TOKENS, N]
-                   float *__restrict__ ws,         // [splits, GLM_TOKENS, N] when splits > 1
+    qlinear_decode(const glm_u8 *__restrict__ w,    // {K, N} GGUF blocks
+                   const glm_act *__restrict__ x,   // [GLM_TOKENS, K]
+                   glm_act *__restrict__ y,         // [GLM_TOKENS, N]
+                   float *__restrict__ ws,          // [splits, GLM_TOKENS, N] when splits > 1
                    unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
                    int N, int K, int k_per_split) { // k_per_split: a multiple of 256
   const int split = blockIdx.y, splits = gridDim.y;
   const int k_begin = split * k_per_split;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
-  glm_ql_decode_cta(w, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
-                    [&](int, int row, int tok, float v) {
-                      glm_ql_emit(y, ws, N, row, tok, v, split, splits);
-                    });
+  glm_ql_decode_cta(
+      w, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
+      [&](int, int row, int tok, float v) { glm_ql_emit(y, ws, N, row, tok, v, split, splits); });
   glm_ql_fixup(y, ws, counters, N, row0, splits);
 }
 
@@ -491,10 +497,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   if (e < 0 || e >= experts)
     return;
   const long long off = static_cast<long long>(e) * H * (F / GLM_QK) * GLM_QBYTES;
-  glm_ql_decode_cta(w_down + off, h + static_cast<long long>(p) * F, H, F,
-                    blockIdx.x * GLM_CTA_ROWS, 0, F, [&](int, int row, int, float v) {
-                      out[static_cast<long long>(p) * H + row] = v;
-                    });
+  glm_ql_decode_cta(
+      w_down + off, h + static_cast<long long>(p) * F, H, F, blockIdx.x * GLM_CTA_ROWS, 0, F,
+      [&](int, int row, int, float v) { out[static_cast<long long>(p) * H + row] = v; });
 }
 #endif
 #endif
@@ -657,7 +662,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
 #define GLM_SMEM_BYTES 0
 
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, 4)
-    qlinear_embed(const glm_u8 *__restrict__ table,  // {H, V}
+    qlinear_embed(const glm_u8 *__restrict__ table,   // {H, V}
                   const int32_t *__restrict__ tokens, // [T]
                   glm_act *__restrict__ out,          // [T, H]
                   int *__restrict__ err,              // max(bad position + 1), 0 if none

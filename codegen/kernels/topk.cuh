@@ -308,6 +308,90 @@ __device__ __forceinline__ void glm_tk_take_all(int lo, int hi, int n, int k, bo
     }
 }
 
+// Rows of at most GLM_TK_REG_ROW positions (every row at decode up to 8K of context): thread i
+// keeps the keys of positions [GLM_TK_REG i, GLM_TK_REG (i + 1)) in registers, loaded once. The
+// three histogram passes read them from there, and the emit needs no warp-order walk: the threads
+// hold the row in position order, so one block scan of their (greater, equal) counts gives each
+// its output offsets. Same selection and order as the general path (k < n <= GLM_TK_REG_ROW).
+#define GLM_TK_REG 16
+#define GLM_TK_REG_ROW (GLM_TOPK_THREADS * GLM_TK_REG)
+__device__ __forceinline__ void glm_tk_row_regs(const float *src, int n, int k, uint32_t *hist,
+                                                uint32_t *scratch, int32_t *out, int32_t *sout,
+                                                const int32_t *bt) {
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, p0 = tid * GLM_TK_REG;
+  const int nv = max(0, min(GLM_TK_REG, n - p0)); // this thread's valid positions
+  uint32_t key[GLM_TK_REG];
+  if (nv == GLM_TK_REG && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+#pragma unroll
+    for (int q = 0; q < GLM_TK_REG / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4 *>(src + p0 + 4 * q);
+      key[4 * q] = glm_tk_key(v.x), key[4 * q + 1] = glm_tk_key(v.y);
+      key[4 * q + 2] = glm_tk_key(v.z), key[4 * q + 3] = glm_tk_key(v.w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < GLM_TK_REG; ++j)
+      key[j] = j < nv ? glm_tk_key(src[p0 + j]) : 0u;
+  }
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  __syncthreads();
+  uint32_t prefix = 0, remaining = static_cast<uint32_t>(k);
+#pragma unroll 1
+  for (int p = 0; p < 3; ++p) {
+    const int shift = glm_tk_shift(p), nbins = glm_tk_nbins(p);
+    const uint32_t himask = glm_tk_himask(p);
+#pragma unroll
+    for (int j = 0; j < GLM_TK_REG; ++j)
+      if (j < nv && (key[j] & himask) == prefix)
+        atomicAdd(&hist[(key[j] >> shift) & (nbins - 1)], 1u);
+    __syncthreads();
+    glm_tk_select(hist, nbins, remaining, scratch, misc); // ends with a barrier
+    prefix |= misc[0] << shift;
+    remaining -= misc[1];
+    __syncthreads(); // everyone has read hist and misc
+    if (p < 2) {
+      for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+        hist[b] = 0;
+      __syncthreads();
+    }
+  }
+  const uint32_t kth = prefix, need = remaining;
+  // The block table's pages go to the histogram's space (as in topk_row).
+  const int32_t *ebt = bt;
+  if (bt) {
+    int32_t *sbt = reinterpret_cast<int32_t *>(hist);
+    for (int i = tid; i < (n + GLM_PAGE - 1) / GLM_PAGE; i += GLM_TOPK_THREADS)
+      sbt[i] = bt[i];
+    ebt = sbt;
+  }
+  uint32_t g = 0, e = 0;
+#pragma unroll
+  for (int j = 0; j < GLM_TK_REG; ++j) {
+    g += j < nv && key[j] > kth;
+    e += j < nv && key[j] == kth;
+  }
+  // Counts of the row before this thread's positions: greater in the high half, equal in the low
+  // (each at most GLM_TK_REG_ROW < 2^16). The scan's barriers also publish the staged table.
+  const uint32_t before = glm_tk_exscan((g << 16) | e, scratch);
+  uint32_t gb = before >> 16, eb = before & 0xffffu;
+#pragma unroll
+  for (int j = 0; j < GLM_TK_REG; ++j) {
+    if (j >= nv)
+      break;
+    const bool gt = key[j] > kth, eq = key[j] == kth;
+    if (gt || (eq && eb < need)) {
+      const uint32_t o = gb + min(eb, need);
+      out[o] = p0 + j;
+      if (sout)
+        sout[o] = glm_tk_slot(ebt, p0 + j);
+    }
+    gb += gt;
+    eb += eq;
+  }
+}
+
 // One CTA per row. scores [T, ld]; block_table [seqs, bt_stride] (only read when slots is not
 // null), row t using table row t / rows_per_seq.
 extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
@@ -333,6 +417,10 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   }
   // From here count = k < n: exactly k positions are written, no padding.
   const float *src = scores + static_cast<long long>(row) * ld;
+  if (n <= GLM_TK_REG_ROW) {
+    glm_tk_row_regs(src, n, k, hist, scratch, out, sout, bt);
+    return;
+  }
   const bool cached = n <= GLM_TOPK_CACHE;
   const int step = GLM_TOPK_THREADS * GLM_TK_BATCH;
   const int wbase = (tid - lane) * GLM_TK_BATCH; // warp-uniform: whole warps take each branch
