@@ -350,8 +350,14 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     __syncwarp();                        // ... and every lane's
     const glm_u8 *slot = ring + (i % GLM_STAGES) * 16 * GLM_SLOT;
     const long long off = static_cast<long long>(static_cast<unsigned>(k) / GLM_QK) * GLM_QBYTES;
-    const glm_u8 *ra = slot + g * GLM_SLOT + ((ra_row * row_bytes + off) & 15);
-    const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + ((rb_row * row_bytes + off) & 15);
+#if GLM_MV_ALIGNED16 || GLM_MV_ROWS16
+    const int mis_a = static_cast<int>(off & 15), mis_b = mis_a; // rows start 16-byte aligned
+#else
+    const int mis_a = static_cast<int>((ra_row * row_bytes + off) & 15);
+    const int mis_b = static_cast<int>((rb_row * row_bytes + off) & 15);
+#endif
+    const glm_u8 *ra = slot + g * GLM_SLOT + mis_a;
+    const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + mis_b;
 #if GLM_XSUM_GRAN
     const float *xsum_step = xsum + e / GLM_XSUM_GRAN * 8;
 #else
