@@ -56,14 +56,14 @@ INPUTS = {
     # --- H200 measurements: bench/RESULTS.md ---
     "h200_copy_bw": 4.23e12,          # B/s, measured device copy (PERF.md, RESULTS.md)
     # Quantized matvec, fraction of 4.23 TB/s on the quantized bytes (RESULTS.md "qlinear decode:
-    # x staged in 16-byte units; 16-byte-aligned rows", sm_120a tiles): head 6144->154880 and
-    # o_proj 16384->6144, each at T=1 and T=8. F16 and F32 (the fp32 path, unchanged) from the
+    # x staged in 16-byte units; 16-byte-aligned rows", final table, sm_120a tiles): head
+    # 6144->154880 and o_proj 16384->6144, each at T=1 and T=8. F16 and F32 (the fp32 path, unchanged) from the
     # earlier entries; their o_proj T=8 assumes the head's ratio.
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
-        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (0.835, 0.686, 0.638, 0.484),
-        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.830, 0.743, 0.603, 0.531),
-        "Q4_K": (0.761, 0.539, 0.519, 0.303), "Q5_K": (0.742, 0.580, 0.533, 0.399),
-        "Q4_0": (0.706, 0.548, 0.513, 0.380), "Q6_K": (0.750, 0.565, 0.548, 0.407),
+        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (0.835, 0.682, 0.635, 0.479),
+        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.856, 0.753, 0.608, 0.537),
+        "Q4_K": (0.786, 0.547, 0.528, 0.293), "Q5_K": (0.778, 0.585, 0.540, 0.396),
+        "Q4_0": (0.754, 0.552, 0.528, 0.378), "Q6_K": (0.801, 0.590, 0.580, 0.422),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
@@ -92,10 +92,10 @@ INPUTS = {
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
     # decode": after the per-pair expert path and the qlinear split change; 587 before).
-    # Re-measured: 791.4 tok/s after the one-token qlinear fold (a913f0f); 882.1 (median of
-    # 842.8, 893.1, 882.1; device time 1.015 ms/token) after the 16-byte-aligned row copies
-    # (ac01c8f). The wall-clock rate of one 64-token run spreads with the host.
-    "width_run_ms": 1000.0 / 882.1,
+    # Re-measured: 791.4 tok/s after the one-token qlinear fold (a913f0f); 852.9 (median of
+    # 845.7, 852.9, 892.4; device time 0.991 ms/token) after this session's qlinear changes.
+    # The wall-clock rate of one 64-token run spreads with the host.
+    "width_run_ms": 1000.0 / 852.9,
     "width_run_context": 64,
     "width_run_quant": {"attention": "Q8_0", "indexer": "Q8_0", "indexer_gate": "F32",
                         "router": "F32", "dense_ffn": "Q8_0", "shared_expert": "Q8_0",
