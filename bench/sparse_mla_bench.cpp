@@ -20,8 +20,10 @@
 // memory traffic);
 // --gather-probe also times, at each shape, a kernel that only reads the selected rows;
 // --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M).
-// The sweep otherwise tries each power-of-two split count both with the
-// launch geometry's cluster size and without clusters.
+// --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
+// launch geometry (or --splits), where a CTA's time goes.
+// The sweep otherwise tries each power-of-two split count with every cluster size up to the
+// largest that divides it.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -50,11 +52,16 @@ struct Kernel {
   SparseMlaDecodeConfig cfg;
   const Target *tiles;
   cu::Function decode;
-  int64_t launchSmem = 0; // dynamic shared memory per launch (>= cfg.dynamicSmem)
+  int64_t launchSmem = 0;          // dynamic shared memory per launch (>= cfg.dynamicSmem)
+  cu::Function traceDump = nullptr; // --trace: sparse_mla_trace_dump of the traced build
 };
 
+// --trace: the largest grid (CTAs) the traced build records.
+constexpr int kTraceCtas = 1 << 16;
+
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads) {
+             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads,
+             bool trace) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
   if (tileN > 0) { // --variants: a tile shape other than the registry's first fit
@@ -70,6 +77,10 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   KernelSource src;
   src.name = cfg->variant + "_" + tiles.name;
   src.source = sparseMlaDecodeSource(*cfg);
+  if (trace) {
+    src.name += "_trace";
+    src.source = "#define GLM_MLA_TRACE " + std::to_string(kTraceCtas) + "\n" + src.source;
+  }
   src.headers = embeddedKernelFiles();
   src.arch = codeArch;
   auto compiled = nvrtc.compile(src);
@@ -85,6 +96,8 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
   Kernel k{*cfg, &tiles, nullptr, cfg->dynamicSmem};
   CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
+  if (trace)
+    CHECK_OK(drv.getFunction(mod, "sparse_mla_trace_dump", &k.traceDump));
   // Room for the padded launches of --sm120-occupancy (the static shared memory is small).
   CHECK_OK(drv.setMaxDynamicSmem(k.decode, drv.info().maxSharedOptin - 1024, src.name));
   return k;
@@ -275,11 +288,85 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
   return {std::sqrt(e2 / r2), std::sqrt(le2 / lr2)};
 }
 
+// --trace: where a launch's time goes, from the phase stamps of the traced build
+// (sparse_mla_decode.cuh GLM_MLA_TRACE) left by the last launch: per phase the median and the
+// largest over the CTAs, in SM cycles and in us at the clock the stamps imply (cycles over
+// %globaltimer ns, median over the CTAs), plus the spread of the CTAs' start times and the span
+// from the first start to the last end.
+void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s) {
+  const int groups = (p.H + k.cfg.heads - 1) / k.cfg.heads;
+  int ctas = std::min(groups * p.splits * p.B, kTraceCtas);
+  cu::DevicePtr d = 0;
+  CHECK_OK(drv.malloc(&d, size_t(ctas) * 12 * 8, "trace"));
+  void *args[] = {&d, &ctas};
+  CHECK_OK(drv.launch(k.traceDump, 64, 1, 1, 256, 1, 1, 0, s, args, "sparse_mla_trace_dump"));
+  CHECK_OK(drv.synchronize(s));
+  std::vector<unsigned long long> t(size_t(ctas) * 12);
+  CHECK_OK(drv.copyToHost(t.data(), d, t.size() * 8));
+  (void)drv.free(d);
+  int perSplit = (2048 + p.splits - 1) / p.splits;
+  perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
+  const char *names[] = {"prologue issued",
+                         "Q + tile 0 landed",
+                         "per tile",
+                         "  ring wait + refill",
+                         "  S + hand-off",
+                         "  softmax",
+                         "  P V",
+                         "partials staged",
+                         "cluster merge",
+                         "global merge (last CTAs)",
+                         "whole CTA"};
+  std::vector<std::vector<double>> ph(11);
+  std::vector<double> ghz;
+  unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
+  for (int c = 0; c < ctas; ++c) {
+    const unsigned long long *r = &t[size_t(c) * 12]; // slots: sparse_mla_decode.cuh
+    const int split = (c % (groups * p.splits)) % p.splits;
+    const int begin = split * perSplit, end = std::min(begin + perSplit, 2048);
+    const int tiles = end > begin ? (end - begin + k.cfg.tileN - 1) / k.cfg.tileN : 0;
+    ph[0].push_back(double(r[1]));
+    ph[1].push_back(double(r[2]) - double(r[1]));
+    if (tiles > 0) {
+      ph[2].push_back((double(r[3]) - double(r[2])) / tiles);
+      for (int i = 0; i < 4; ++i)
+        ph[3 + i].push_back(double(r[8 + i]) / tiles);
+    }
+    ph[7].push_back(double(r[4]) - double(r[3]));
+    ph[8].push_back(double(r[5]) - double(r[4]));
+    if (r[6] > r[5])
+      ph[9].push_back(double(r[6]) - double(r[5]));
+    ph[10].push_back(double(r[6]));
+    if (r[7] > r[0])
+      ghz.push_back(double(r[6]) / double(r[7] - r[0]));
+    first = std::min(first, r[0]);
+    lastStart = std::max(lastStart, r[0]);
+    lastEnd = std::max(lastEnd, r[7]);
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty())
+      return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  const double clock = median(ghz);
+  std::printf("    trace: %d CTAs, %.2f GHz implied, starts spread over %.2f us, first start to "
+              "last end %.2f us\n",
+              ctas, clock, (lastStart - first) / 1e3, (lastEnd - first) / 1e3);
+  for (int i = 0; i < 11; ++i) {
+    if (ph[i].empty())
+      continue;
+    const double med = median(ph[i]), mx = *std::max_element(ph[i].begin(), ph[i].end());
+    std::printf("    %-26s median %8.0f cycles %6.2f us, max %8.0f cycles %6.2f us\n", names[i],
+                med, clock > 0 ? med / clock / 1e3 : 0.0, mx, clock > 0 ? mx / clock / 1e3 : 0.0);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   bool checkOnly = false, sweep = true, sm120Occupancy = false, skipChecks = false,
-       noGather = false, probe = false;
+       noGather = false, probe = false, trace = false;
   int forcedSplits = 0, forcedCluster = 0;
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
@@ -310,6 +397,8 @@ int main(int argc, char **argv) {
       headsList = splitList(argv[++i]);
     else if (a == "--no-gather") // time with every slot masked: the kernel's work without loads
       noGather = true;
+    else if (a == "--trace") // phase stamps of each shape's launch geometry (traced build)
+      trace = true;
     else if (a == "--gather-probe") // also time the gather alone at each shape
       probe = true;
     else if (a == "--sm120-occupancy")
@@ -321,7 +410,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
-                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8]\n",
+                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8] [--trace]\n",
                    argv[0]);
       return 2;
     }
@@ -372,7 +461,8 @@ int main(int argc, char **argv) {
               std::fprintf(stderr, "--heads-per-cta takes 16 or 8\n");
               return 2;
             }
-            Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads);
+            Kernel k =
+                build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads, trace);
             if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
               std::printf("%s: %lld B shared memory does not fit this device\n",
                           k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));
@@ -464,7 +554,8 @@ int main(int argc, char **argv) {
                 for (int sp = 1; forcedSplits == 0 && sweep && sp <= topk / k.cfg.tileN; sp *= 2) {
                   if (double(B) * H * sp * 2048 * sets > 1e9)
                     continue;
-                  for (int cl : {glm5rt::launch::sparseMlaCluster(sp, 1), 1})
+                  // every cluster size up to the largest that divides sp
+                  for (int cl = glm5rt::launch::sparseMlaCluster(sp, 1); cl >= 1; cl /= 2)
                     if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) ==
                         cands.end())
                       cands.push_back({sp, cl});
@@ -494,6 +585,8 @@ int main(int argc, char **argv) {
                               ok ? "" : "  (check FAILED)");
                   if (!ok)
                     std::printf("    rel err out %.2e lse %.2e\n", eo, el);
+                  if (trace && (isChosen || forcedSplits > 0))
+                    printTrace(drv, k, ps[0], stream);
                   if (us < best) {
                     best = us;
                     bestCand = {splits, cluster};

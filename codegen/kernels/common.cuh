@@ -177,8 +177,24 @@ __device__ __forceinline__ unsigned glm_cluster_size() {
 __device__ __forceinline__ void glm_cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
+// An arrive without release semantics, for a barrier that only keeps CTAs alive: no CTA exits
+// while a peer still reads its shared memory (reads whose values were used before the arrive).
+__device__ __forceinline__ void glm_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void glm_cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// atomicAdd at gpu scope with acquire-release semantics: the calling thread's earlier writes
+// (and those ordered before it by a barrier) are visible to whoever reads the new value with
+// acquire, and the caller's later reads see what the earlier arrivals published.
+__device__ __forceinline__ unsigned glm_atomic_add_acq_rel_gpu(unsigned *p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(p), "r"(v)
+               : "memory");
+  return old;
 }
 // The address of the same shared-memory location in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t glm_cluster_map(uint32_t smem_addr, unsigned rank) {

@@ -86,14 +86,12 @@ static_assert(GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2 <= GLM_SMEM_KV,
               "the partial scores and P fit in Q's region");
 
 // The merge (after the tile loop) reuses the ring: the staged partial output (fp32, rows padded
-// by 8 floats against bank conflicts of the fragment stores), its log-sum-exp, and the merge
-// weights. Clusters have at most GLM_MAX_CLUSTER CTAs (the portable limit); a (request, head
-// group) has at most GLM_MAX_XSPLITS clusters (splits / cluster size; the launch code keeps to it).
+// by 8 floats against bank conflicts of the fragment stores) and its log-sum-exp. Clusters have
+// at most GLM_MAX_CLUSTER CTAs (the portable limit); the number of clusters per (request, head
+// group) is not bounded by the kernel.
 #define GLM_MAX_CLUSTER 8
-#define GLM_MAX_XSPLITS 64
 #define GLM_STAGE_ROW (GLM_D_LATENT + 8)
-#define GLM_MERGE_BYTES                                                                         \
-  ((GLM_HEADS * GLM_STAGE_ROW + GLM_HEADS * (2 + GLM_MAX_CLUSTER + GLM_MAX_XSPLITS)) * 4)
+#define GLM_MERGE_BYTES ((GLM_HEADS * GLM_STAGE_ROW + GLM_HEADS) * 4)
 static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
               "the merge's staging fits in the ring");
 
@@ -174,6 +172,52 @@ __device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int 
   }
 }
 
+// Phase trace (profiling only, glm5c-bench-sparse-mla --trace; GLM_MLA_TRACE = the largest
+// grid traced): thread 0 of each CTA records clock64 at the kernel's phase boundaries, relative
+// to its start, and %globaltimer at its start and end; sparse_mla_trace_dump copies them out.
+// Slots: 0 start (globaltimer), 1 prologue issued, 2 Q and tile 0 landed, 3 tile loop done,
+// 4 partials staged and the cluster synced, 5 cluster merge written, 6 end, 7 end (globaltimer),
+// 8-11 the tile loop's phases (below).
+#ifdef GLM_MLA_TRACE
+__device__ unsigned long long glm_mla_trace[GLM_MLA_TRACE][12];
+__device__ __forceinline__ unsigned long long glm_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ctas) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ctas * 12; i += gridDim.x * blockDim.x)
+    out[i] = glm_mla_trace[i / 12][i % 12];
+}
+#define GLM_TRACE_AT(slot, value)                                                               \
+  do {                                                                                          \
+    const int cta_ = blockIdx.y * gridDim.x + blockIdx.x;                                       \
+    if (threadIdx.x == 0 && cta_ < GLM_MLA_TRACE)                                               \
+      glm_mla_trace[cta_][slot] = (value);                                                      \
+  } while (0)
+#define GLM_TRACE(slot) GLM_TRACE_AT(slot, clock64() - trace_t0)
+// Inside the tile loop: cycles summed over the tiles per phase (slots 8 + i: 0 the ring wait and
+// refill, 1 S and its hand-off, 2 the softmax, 3 P V), as thread 0 sees them.
+#define GLM_TRACE_TILE_START() trace_last = clock64()
+#define GLM_TRACE_MARK(i)                                                                        \
+  do {                                                                                          \
+    const long long now_ = clock64();                                                           \
+    trace_acc[i] += now_ - trace_last;                                                          \
+    trace_last = now_;                                                                          \
+  } while (0)
+#define GLM_TRACE_TILES()                                                                       \
+  do {                                                                                          \
+    for (int i_ = 0; i_ < 4; ++i_)                                                              \
+      GLM_TRACE_AT(8 + i_, trace_acc[i_]);                                                      \
+  } while (0)
+#else
+#define GLM_TRACE_TILE_START()
+#define GLM_TRACE_MARK(i)
+#define GLM_TRACE_TILES()
+#define GLM_TRACE_AT(slot, value)
+#define GLM_TRACE(slot)
+#endif
+
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     sparse_mla_decode(const glm_bf16 *__restrict__ q_lat,  // [B, H, GLM_D_LATENT]
                       const glm_bf16 *__restrict__ q_rope, // [B, H, GLM_D_ROPE]
@@ -195,6 +239,11 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // k-parts 1.. scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
 
+#ifdef GLM_MLA_TRACE
+  const long long trace_t0 = clock64();
+  long long trace_last = 0, trace_acc[4] = {0, 0, 0, 0};
+  GLM_TRACE_AT(0, glm_globaltimer());
+#endif
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const int split = blockIdx.x % splits;
@@ -264,13 +313,23 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // 0's group), so a split of up to GLM_RING entries has all its rows in flight at once.
   // Iteration k >= 1 refills the entries tile k - 1 used (refill k). With a ring of more than
   // two tiles' entries, the next tile's first entries are in flight during a tile's math too.
-  for (int e = 0; e < GLM_RING; ++e) {
-    if (e % GLM_GATHER_SETS == gset && e < num_entries)
-      load_entry(e, entry_slot(e));
-    glm_cp_async_commit();
-  }
+  // Every index load of the prologue and of refill 1 is issued before the first copy (which
+  // waits for its slot), so their latencies overlap instead of adding up.
+  static_assert(GLM_RING % GLM_GATHER_SETS == 0, "whole thread sets per ring");
+  int first[GLM_RING / GLM_GATHER_SETS];
+#pragma unroll
+  for (int e = 0; e < GLM_RING; ++e)
+    if (e % GLM_GATHER_SETS == gset)
+      first[e / GLM_GATHER_SETS] = entry_slot(e);
   int slots[GLM_ROWS_PER_THREAD];
   fetch_refill(1, slots);
+#pragma unroll
+  for (int e = 0; e < GLM_RING; ++e) {
+    if (e % GLM_GATHER_SETS == gset && e < num_entries)
+      load_entry(e, first[e / GLM_GATHER_SETS]);
+    glm_cp_async_commit();
+  }
+  GLM_TRACE(1);
 
   // The tile loop's ring side: tile_begin(tile) makes the tile's rows visible to every warp,
   // tile_row(r) is where row r of the current tile sits, tile_end() moves to the next tile.
@@ -320,6 +379,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // for spart and P.
   glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
   __syncthreads();
+  GLM_TRACE(2);
   uint32_t qa[GLM_S_KSTEPS][4];
 #pragma unroll
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
@@ -327,7 +387,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                           (lane / 16) * 8));
 
   for (int tile = 0; tile < num_tiles; ++tile) {
+    GLM_TRACE_TILE_START();
     tile_begin(tile);
+    GLM_TRACE_MARK(0);
 
     // S = Q K^T for this warp's tokens and k-part: 16 heads x GLM_S_TOKENS_PER_WARP, k over
     // GLM_S_K columns. With registers to spare (one CTA per SM), two accumulator chains per
@@ -352,6 +414,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     }
     glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
+    GLM_TRACE_MARK(1);
 
     // The first k-part's warps own the full scores from here on: scale, mask, then
     // P = exp2(S - m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's
@@ -422,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     }
     l_part[0] += tsum[0];
     l_part[1] += tsum[1];
+    GLM_TRACE_MARK(2);
 
     // O += P V over this warp's GLM_O_COLS_PER_WARP latent columns; V is the tile's rows,
     // k = token.
@@ -442,6 +506,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(o[n + 1], a, bfrag[2], bfrag[3]);
       }
     }
+    GLM_TRACE_MARK(3);
     tile_end();
   }
   // The row sums: this thread's share -> its quad -> the first k-part's warps, through red_sum.
@@ -486,6 +551,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // (k16 x the 8 heads) for its GLM_S_K columns once.
   glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
   __syncthreads();
+  GLM_TRACE(2);
   uint32_t qb[GLM_S_KSTEPS][2];
 #pragma unroll
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) // matrices (heads, k 0-7), (heads, k 8-15)
@@ -493,7 +559,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                           ((lane / 8) % 2) * 8));
 
   for (int tile = 0; tile < num_tiles; ++tile) {
+    GLM_TRACE_TILE_START();
     tile_begin(tile);
+    GLM_TRACE_MARK(0);
 
     // S^T for this warp's m-tiles (16 tokens each) x 8 heads over its GLM_S_K columns; two
     // accumulator chains with registers to spare, as in the 16-head layout.
@@ -513,6 +581,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     }
     glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
+    GLM_TRACE_MARK(1);
 
     // The first k-part's warps own the full scores: s[mt][e] is token tok0 + 16 mt + g + 8 (e /
     // 2), head 2t + e % 2. P^T = exp2(S^T - m_ref) (0 for masked slots) as bf16 [head][token].
@@ -538,17 +607,20 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
           s[mt][e] = svalid[vrow] ? s[mt][e] * scale_log2 : GLM_MASKED;
           mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
         }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) // over the tokens: the lanes of the same t
-#pragma unroll
-        for (int x = 4; x < 32; x <<= 1)
-          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
+      // This thread's tokens decide; the flag is reduced by the barrier below.
       rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
       if (!rescale)
         write_p();
     }
     // P^T is visible to every warp, and every warp learns whether a head needs a new reference.
     if (__syncthreads_or(rescale)) {
+      if (kpart == 0) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) // over the tokens: the lanes of the same t
+#pragma unroll
+          for (int x = 4; x < 32; x <<= 1)
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
+      }
       if (kpart == 0 && g == 0) {
         red_max[sg * GLM_HEADS + 2 * t] = mx[0];
         red_max[sg * GLM_HEADS + 2 * t + 1] = mx[1];
@@ -571,6 +643,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     }
     l_part[0] += tsum[0];
     l_part[1] += tsum[1];
+    GLM_TRACE_MARK(2);
 
     // O^T += V^T P^T: per k-step of 16 tokens (one ring entry), B = P^T (tokens x heads), A = V^T
     // (this warp's m16 tiles of columns x tokens, ldmatrix.trans of the cached rows).
@@ -589,6 +662,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(o[mt], a, b[0], b[1]);
       }
     }
+    GLM_TRACE_MARK(3);
     tile_end();
   }
   // The row sums of heads 2t, 2t + 1: this thread's tokens -> the lanes of the same t -> the
@@ -614,36 +688,53 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #endif
   glm_cp_async_wait<0>();
   __syncthreads(); // every warp is done with the ring: the merge's staging reuses it
+  GLM_TRACE(3);
+  GLM_TRACE_TILES();
 
   // ---- Merge of the splits. Stage 1, inside the cluster: each CTA stages its normalized
   // partial output and log2-domain log-sum-exp in its own shared memory; after a cluster
   // barrier, the CTA of cluster rank r merges columns [r W, (r + 1) W), W = 512 / C, of every
-  // head over the C CTAs' stages (distributed shared memory). With C == 1 this is the CTA's own
-  // result. Stage 2, across clusters (splits / C of them per (request, head group)): each CTA
-  // writes its merged chunk as a cluster partial and counts its arrival on the chunk's counter;
-  // the last CTA to arrive on chunk r merges the chunk over all clusters' partials. So every
-  // merge is spread over C CTAs and reads splits / C partials, not splits.
+  // head over the C CTAs' stages (distributed shared memory). Stage 2, across clusters (splits /
+  // C of them per (request, head group)): each CTA writes its merged chunk as a cluster partial
+  // and counts its arrival on the chunk's counter; the last CTA to arrive on chunk r merges the
+  // chunk over all clusters' partials. So every merge is spread over C CTAs and reads splits / C
+  // partials, not splits. Without clusters (C == 1) and with more than one split, stage 1 has
+  // nothing to merge: each thread writes its fragments straight to the CTA's partial.
+  const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
+  const int nclusters = splits / csize, cluster = split / csize;
+  const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
+  const bool direct = csize == 1 && nclusters > 1;
   float *stage_o = reinterpret_cast<float *>(smem + GLM_SMEM_KV);
-  float *stage_lse = stage_o + GLM_HEADS * GLM_STAGE_ROW;
-  float *mwt = stage_lse + GLM_HEADS;            // [GLM_HEADS][GLM_MAX_CLUSTER] merge weights
-  float *mlse = mwt + GLM_HEADS * GLM_MAX_CLUSTER; // [GLM_HEADS] merged lse, log2 domain
-  float *xwt = mlse + GLM_HEADS;                 // [GLM_HEADS][GLM_MAX_XSPLITS] stage 2 weights
-  float *xlse = xwt + GLM_HEADS * GLM_MAX_XSPLITS; // [GLM_HEADS]
+  float *stage_lse = stage_o + GLM_HEADS * GLM_STAGE_ROW; // [GLM_HEADS], log2 domain
   const float kNegInf = -__int_as_float(0x7f800000);
+  // Where row (head) r of this CTA's normalized partial goes, and its lse.
+  const long long bh0 = static_cast<long long>(b) * num_heads + head0;
+  auto out_row = [&](int r) {
+    return direct ? o_part + ((bh0 + r) * nclusters + cluster) * GLM_D_LATENT
+                  : stage_o + r * GLM_STAGE_ROW;
+  };
+  auto put_lse = [&](int r, float v) {
+    if (direct)
+      lse_part[(bh0 + r) * nclusters + cluster] = v;
+    else
+      stage_lse[r] = v;
+  };
 #if GLM_HEADS == 16
   {
     const int col0 = warp * GLM_O_COLS_PER_WARP + 2 * t;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+      if (direct && g + 8 * r >= rows)
+        continue; // a padded head
       const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
-      float *row = stage_o + (g + 8 * r) * GLM_STAGE_ROW + col0;
+      float *row = out_row(g + 8 * r) + col0;
 #pragma unroll
       for (int n = 0; n < GLM_O_NTILES; ++n)
         *reinterpret_cast<float2 *>(row + n * 8) =
             make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
       // An empty row (every slot masked) has lse -inf and weight 0.
       if (warp == 0 && t == 0)
-        stage_lse[g + 8 * r] = l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf;
+        put_lse(g + 8 * r, l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf);
     }
   }
 #else
@@ -651,8 +742,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // o[mt][e]: column col0 + 16 mt + g + 8 (e / 2), head 2t + e % 2.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      if (direct && 2 * t + h >= rows)
+        continue; // a head past num_heads
       const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-      float *row = stage_o + (2 * t + h) * GLM_STAGE_ROW + col0 + g;
+      float *row = out_row(2 * t + h) + col0 + g;
 #pragma unroll
       for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
         row[16 * mt] = o[mt][h] * inv;
@@ -660,140 +753,147 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
       // An empty row (every slot masked) has lse -inf and weight 0.
       if (warp == 0 && g == 0)
-        stage_lse[2 * t + h] = l_run[h] > 0.f ? m_ref[h] + log2f(l_run[h]) : kNegInf;
+        put_lse(2 * t + h, l_run[h] > 0.f ? m_ref[h] + log2f(l_run[h]) : kNegInf);
     }
   }
 #endif
-  const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
   if (csize > 1) {
     glm_cluster_arrive();
     glm_cluster_wait();
   } else {
     __syncthreads();
   }
-  const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
+  GLM_TRACE(4);
   const int chunk = GLM_D_LATENT / csize, chunk4 = chunk / 4;
   const int cbeg = crank * chunk;
-  // Merge weights of the cluster's CTAs, one warp per row: lane p reads peer p's lse (one
-  // distributed-shared-memory round trip), then max and sum over the warp.
-  for (int row = warp; row < rows; row += GLM_WARPS) {
-    const float lp = lane < static_cast<int>(csize)
-                         ? glm_ld_cluster_f32(glm_cluster_map(glm_smem_addr(stage_lse + row), lane))
-                         : kNegInf;
-    const float mx = glm_warp_max(lp);
-    const float w = mx == kNegInf || lp == kNegInf ? 0.f : glm_exp2(lp - mx);
-    const float sum = glm_warp_sum(w);
-    if (lane < static_cast<int>(csize))
-      mwt[row * GLM_MAX_CLUSTER + lane] = sum > 0.f ? w / sum : 0.f;
-    if (lane == 0)
-      mlse[row] = sum > 0.f ? mx + log2f(sum) : kNegInf;
-  }
-  __syncthreads();
-  const int nclusters = splits / csize, cluster = split / csize;
   // This CTA's merged chunk: to the output when one cluster covers the whole range, else to
   // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C + r).
-  // The peers' loads are unrolled to the largest cluster so they are all in flight at once.
-  for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
+  // Each thread merges 4 columns of one row over the C peers: it reads every peer's lse of the
+  // row and its 4 columns in one distributed-shared-memory round trip (all loads in flight,
+  // unrolled to the largest cluster) and computes the weights itself, so the merge is one round
+  // trip and no barrier. An empty row (every peer's lse -inf) merges to 0 with lse -inf.
+  for (int it = direct ? rows * chunk4 : tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
+    const uint32_t src_lse = glm_smem_addr(stage_lse + row);
+    float lp[GLM_MAX_CLUSTER];
     float4 v[GLM_MAX_CLUSTER];
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
-      if (p < static_cast<int>(csize))
+      if (p < static_cast<int>(csize)) {
+        lp[p] = glm_ld_cluster_f32(glm_cluster_map(src_lse, p));
         v[p] = glm_ld_cluster_f32x4(glm_cluster_map(src, p));
+      }
+    float mx = kNegInf;
+#pragma unroll
+    for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
+      if (p < static_cast<int>(csize))
+        mx = fmaxf(mx, lp[p]);
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float sum = 0.f;
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize)) {
-        const float w = mwt[row * GLM_MAX_CLUSTER + p];
+        const float w = lp[p] == kNegInf ? 0.f : glm_exp2(lp[p] - mx);
+        sum += w;
         acc.x += w * v[p].x;
         acc.y += w * v[p].y;
         acc.z += w * v[p].z;
         acc.w += w * v[p].w;
       }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    const float merged_lse = sum > 0.f ? mx + log2f(sum) : kNegInf;
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
-    if (nclusters == 1)
+    if (nclusters == 1) {
       *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
           make_uint2(glm_pack_bf16x2(acc.x, acc.y), glm_pack_bf16x2(acc.z, acc.w));
-    else
+      if (crank == 0 && col == 0)
+        lse[bh] = merged_lse * 0.6931471805599453f; // natural log
+    } else {
       __stcg(reinterpret_cast<float4 *>(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col),
              acc);
-  }
-  if (tid < rows) {
-    const long long bh = static_cast<long long>(b) * num_heads + head0 + tid;
-    if (nclusters == 1) {
-      if (crank == 0)
-        lse[bh] = mlse[tid] * 0.6931471805599453f; // natural log
-    } else {
-      __stcg(lse_part + (bh * nclusters + cluster) * csize + crank, mlse[tid]);
+      if (col == cbeg)
+        __stcg(lse_part + (bh * nclusters + cluster) * csize + crank, merged_lse);
     }
   }
-  // No CTA leaves while a peer may still read its stage.
+  // No CTA leaves while a peer may still read its stage. The arrive needs no release: the
+  // peers' stages were read before it (the merged values were stored).
   if (csize > 1) {
-    glm_cluster_arrive();
+    glm_cluster_arrive_relaxed();
     glm_cluster_wait();
   }
+  GLM_TRACE(5);
+  GLM_TRACE(6); // overwritten by the chunk's last CTA
+  GLM_TRACE_AT(7, glm_globaltimer());
   if (nclusters == 1)
     return;
 
   // Stage 2: the last CTA to arrive on chunk crank merges it over the clusters' partials, read
-  // through L2 (__ldcg: other CTAs wrote them). One thread fences on each side: the barrier
-  // orders the CTA's partial stores before thread 0's gpu-scope fence and arrival, and thread
-  // 0's fence after it sees the count orders the reads after the barrier that follows.
+  // through L2 (__ldcg: other CTAs wrote them). The barrier orders every thread's partial stores
+  // before thread 0's arrival, an acquire-release atomic at gpu scope: it publishes them, and for
+  // the last CTA it orders the reads after the barrier that follows.
   __shared__ int is_last;
   __syncthreads();
   if (tid == 0) {
     const int groups = gridDim.x / splits;
     unsigned *counter =
         counters + (static_cast<long long>(b) * groups + head0 / GLM_HEADS) * csize + crank;
-    __threadfence(); // the CTA's partials are visible before its arrival is counted
-    const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(nclusters - 1);
-    if (last) {
+    const bool last =
+        glm_atomic_add_acq_rel_gpu(counter, 1u) == static_cast<unsigned>(nclusters - 1);
+    if (last)
       *counter = 0; // every CTA of the chunk has arrived: ready for the next launch
-      __threadfence();
-    }
     is_last = last;
   }
   __syncthreads();
   if (!is_last)
     return;
-  // Weights of the clusters' partials, one warp per row: lane l reads clusters l and l + 32.
-  static_assert(GLM_MAX_XSPLITS <= 64, "two clusters per lane");
-  for (int row = warp; row < rows; row += GLM_WARPS) {
-    const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
-    const float *lp = lse_part + bh * nclusters * csize + crank;
-    const float l0 = lane < nclusters ? __ldcg(lp + lane * csize) : kNegInf;
-    const float l1 = lane + 32 < nclusters ? __ldcg(lp + (lane + 32) * csize) : kNegInf;
-    const float mx = glm_warp_max(fmaxf(l0, l1));
-    const float w0 = mx == kNegInf || l0 == kNegInf ? 0.f : glm_exp2(l0 - mx);
-    const float w1 = mx == kNegInf || l1 == kNegInf ? 0.f : glm_exp2(l1 - mx);
-    const float sum = glm_warp_sum(w0 + w1);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if (lane < nclusters)
-      xwt[row * GLM_MAX_XSPLITS + lane] = w0 * inv;
-    if (lane + 32 < nclusters)
-      xwt[row * GLM_MAX_XSPLITS + lane + 32] = w1 * inv;
-    if (lane == 0)
-      xlse[row] = sum > 0.f ? mx + log2f(sum) : kNegInf;
-  }
-  __syncthreads();
+  // Each thread merges 4 columns of one row over the clusters' partials, 8 clusters at a time
+  // (their lse and columns all loaded before any is used, so 16 loads are in flight), with a
+  // running maximum across the batches of 8.
   for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
-    const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * nclusters * GLM_D_LATENT + col);
+    const float4 *src =
+        reinterpret_cast<const float4 *>(o_part + bh * nclusters * GLM_D_LATENT + col);
+    const float *lp = lse_part + bh * nclusters * csize + crank;
+    float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int c = 0; c < nclusters; ++c) {
-      const float w = xwt[row * GLM_MAX_XSPLITS + c];
-      const float4 v = __ldcg(src + c * (GLM_D_LATENT / 4));
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
+    for (int c0 = 0; c0 < nclusters; c0 += 8) {
+      float l[8];
+      float4 v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const bool in = c0 + j < nclusters;
+        l[j] = in ? __ldcg(lp + (c0 + j) * csize) : kNegInf;
+        v[j] = in ? __ldcg(src + (c0 + j) * (GLM_D_LATENT / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      float m_new = mx;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        m_new = fmaxf(m_new, l[j]);
+      if (m_new == kNegInf)
+        continue; // every partial so far is empty
+      const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
+      sum *= a;
+      acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
+      mx = m_new;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float w = l[j] == kNegInf ? 0.f : glm_exp2(l[j] - mx);
+        sum += w;
+        acc.x += w * v[j].x;
+        acc.y += w * v[j].y;
+        acc.z += w * v[j].z;
+        acc.w += w * v[j].w;
+      }
     }
-    *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
-        make_uint2(glm_pack_bf16x2(acc.x, acc.y), glm_pack_bf16x2(acc.z, acc.w));
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
+        glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
+    if (crank == 0 && col == 0)
+      lse[bh] = (sum > 0.f ? mx + log2f(sum) : kNegInf) * 0.6931471805599453f;
   }
-  if (crank == 0 && tid < rows)
-    lse[static_cast<long long>(b) * num_heads + head0 + tid] = xlse[tid] * 0.6931471805599453f;
+  GLM_TRACE(6);
+  GLM_TRACE_AT(7, glm_globaltimer());
 }

@@ -85,14 +85,15 @@ struct SparseMlaGrid {
   int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the clusters
   int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group, chunk), zeroed once
 };
-// The kernel's bounds (sparse_mla_decode.cuh GLM_MAX_CLUSTER, GLM_MAX_XSPLITS).
+// The kernel's cluster bound (sparse_mla_decode.cuh GLM_MAX_CLUSTER), and the most splits the
+// heuristic takes (the kernel itself merges any number of clusters).
 constexpr int kSparseMlaMaxCluster = 8;
 constexpr int kSparseMlaMaxSplits = 64;
 // Clusters are used while (rows x head groups) is at most this: small batches.
 constexpr int64_t kSparseMlaClusterGroups = 8;
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
-// CTAs per cluster: 1 beyond kSparseMlaClusterGroups (rows x head groups), else the largest
-// power of two <= min(maxCluster, kSparseMlaMaxCluster) that divides `splits`.
+// CTAs per cluster: the largest power of two that divides `splits` and is at most maxCluster and
+// kSparseMlaMaxCluster -- or 2 beyond kSparseMlaClusterGroups (rows x head groups).
 int sparseMlaCluster(int splits, int64_t groups, int maxCluster = kSparseMlaMaxCluster);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 ParamList sparseMlaParamList(const SparseMlaParams &p);

@@ -340,15 +340,19 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(g.countersBytes, 4 * 8 * 4); // a counter per (head group, chunk)
   EXPECT_EQ(g.oPartBytes, 64 * 2 * 512 * 4); // one partial per cluster
   EXPECT_EQ(g.lsePartBytes, 64 * 16 * 4);
-  // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles), no clusters.
+  // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles), a pair
+  // cluster: it merges through distributed shared memory, no partials in global memory.
   g = sparseMlaGrid(p, 132, 128, 8);
   EXPECT_EQ(g.splits, 2);
-  EXPECT_EQ(g.cluster, 1u);
+  EXPECT_EQ(g.cluster, 2u);
   EXPECT_EQ(g.tokensPerSplit, 1024);
   EXPECT_EQ(g.gridX, 2u);
   EXPECT_EQ(g.gridY, 128u);
-  EXPECT_EQ(g.countersBytes, 128 * 4);
-  EXPECT_EQ(g.oPartBytes, 128 * 8 * 2 * 512 * 4);
+  EXPECT_EQ(g.countersBytes, 128 * 2 * 4);
+  EXPECT_EQ(g.oPartBytes, 0);
+  EXPECT_EQ(g.lsePartBytes, 0);
+  // 3 splits (not a multiple of two): no cluster, partials per split.
+  EXPECT_EQ(sparseMlaCluster(3, 128), 1);
   // 64 tiles of 32: one request spreads over 64 one-tile splits (8 clusters of 8); 32 requests
   // take unclustered splits for one wave; many groups: 1.
   SparseMlaParams p32 = p;
@@ -363,7 +367,8 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(sparseMlaSplits(p32, 132, 128, 64), 1);
   EXPECT_EQ(sparseMlaCluster(64, 1), 8);
   EXPECT_EQ(sparseMlaCluster(12, 8), 4);
-  EXPECT_EQ(sparseMlaCluster(8, 32), 1);
+  EXPECT_EQ(sparseMlaCluster(8, 32), 2); // many groups: pairs
+  EXPECT_EQ(sparseMlaCluster(1, 128), 1);
   // A device that cannot place clusters of 8 (the runtime asks): the largest it can.
   EXPECT_EQ(sparseMlaCluster(64, 1, 4), 4);
   EXPECT_EQ(sparseMlaCluster(64, 1, 1), 1);
