@@ -41,6 +41,12 @@ GPU_TEST(sparse_mla_decode) {
                  {2, 12, 4096, 4, 2},
                  {1, 16, 8192, 64, 1},
                  {1, 8, 300, 64, 4},
+                 // Unclustered splits write their partials straight from registers: heads past
+                 // num_heads in the last group must not be written.
+                 {2, 12, 4096, 4, 1},
+                 {2, 20, 2048, 8, 1},
+                 // Pairs of splits (the many-groups cluster) with a second stage.
+                 {4, 8, 8192, 8, 2},
                  // Several waves of CTAs under full load: a tile read before it landed shows.
                  {32, 8, 8192, 8, 1},
                  {16, 16, 8192, 8, 8}};
