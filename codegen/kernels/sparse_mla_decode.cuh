@@ -521,7 +521,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     red_sum[sg * GLM_HEADS + g] = l_part[0];
     red_sum[sg * GLM_HEADS + g + 8] = l_part[1];
   }
-  __syncthreads();
+  glm_cp_async_wait<0>();
+  __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l_run[r] = 0.f;
@@ -677,7 +678,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     red_sum[sg * GLM_HEADS + 2 * t] = l_part[0];
     red_sum[sg * GLM_HEADS + 2 * t + 1] = l_part[1];
   }
-  __syncthreads();
+  glm_cp_async_wait<0>();
+  __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l_run[h] = 0.f;
@@ -686,8 +688,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       l_run[h] += red_sum[w * GLM_HEADS + 2 * t + h];
   }
 #endif
-  glm_cp_async_wait<0>();
-  __syncthreads(); // every warp is done with the ring: the merge's staging reuses it
+  // The barrier above (after every thread's last copies landed and every warp left the tile
+  // loop) frees the ring: the merge's staging reuses it.
   GLM_TRACE(3);
   GLM_TRACE_TILES();
 
