@@ -705,21 +705,38 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
   const int nclusters = splits / csize, cluster = split / csize;
   const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
-  const bool direct = csize == 1 && nclusters > 1;
+  // Without a cluster nothing is merged in stage 1: each thread writes its normalized fragments
+  // straight to the CTA's partial (fp32), or with one split to the output (bf16) itself.
+  const bool direct = csize == 1;
   float *stage_o = reinterpret_cast<float *>(smem + GLM_SMEM_KV);
   float *stage_lse = stage_o + GLM_HEADS * GLM_STAGE_ROW; // [GLM_HEADS], log2 domain
   const float kNegInf = -__int_as_float(0x7f800000);
-  // Where row (head) r of this CTA's normalized partial goes, and its lse.
   const long long bh0 = static_cast<long long>(b) * num_heads + head0;
-  auto out_row = [&](int r) {
-    return direct ? o_part + ((bh0 + r) * nclusters + cluster) * GLM_D_LATENT
-                  : stage_o + r * GLM_STAGE_ROW;
+  // Head r's normalized values v0, v1 at columns c and c + dc (dc == 1: c even, one vector
+  // store), and its log2-domain lse.
+  auto put2 = [&](int r, int c, int dc, float v0, float v1) {
+    float *row32 = !direct         ? stage_o + r * GLM_STAGE_ROW
+                   : nclusters > 1 ? o_part + ((bh0 + r) * nclusters + cluster) * GLM_D_LATENT
+                                   : nullptr;
+    if (row32 != nullptr && dc == 1) {
+      *reinterpret_cast<float2 *>(row32 + c) = make_float2(v0, v1);
+    } else if (row32 != nullptr) {
+      row32[c] = v0;
+      row32[c + dc] = v1;
+    } else if (dc == 1) {
+      *reinterpret_cast<uint32_t *>(out + (bh0 + r) * GLM_D_LATENT + c) = glm_pack_bf16x2(v0, v1);
+    } else {
+      out[(bh0 + r) * GLM_D_LATENT + c] = glm_f32_to_bf16(v0);
+      out[(bh0 + r) * GLM_D_LATENT + c + dc] = glm_f32_to_bf16(v1);
+    }
   };
   auto put_lse = [&](int r, float v) {
-    if (direct)
+    if (!direct)
+      stage_lse[r] = v;
+    else if (nclusters > 1)
       lse_part[(bh0 + r) * nclusters + cluster] = v;
     else
-      stage_lse[r] = v;
+      lse[bh0 + r] = v * 0.6931471805599453f; // natural log
   };
 #if GLM_HEADS == 16
   {
@@ -729,11 +746,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       if (direct && g + 8 * r >= rows)
         continue; // a padded head
       const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
-      float *row = out_row(g + 8 * r) + col0;
 #pragma unroll
       for (int n = 0; n < GLM_O_NTILES; ++n)
-        *reinterpret_cast<float2 *>(row + n * 8) =
-            make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        put2(g + 8 * r, col0 + n * 8, 1, o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
       // An empty row (every slot masked) has lse -inf and weight 0.
       if (warp == 0 && t == 0)
         put_lse(g + 8 * r, l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf);
@@ -747,12 +762,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       if (direct && 2 * t + h >= rows)
         continue; // a head past num_heads
       const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-      float *row = out_row(2 * t + h) + col0 + g;
 #pragma unroll
-      for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
-        row[16 * mt] = o[mt][h] * inv;
-        row[16 * mt + 8] = o[mt][h + 2] * inv;
-      }
+      for (int mt = 0; mt < GLM_O_MTILES; ++mt)
+        put2(2 * t + h, col0 + 16 * mt + g, 8, o[mt][h] * inv, o[mt][h + 2] * inv);
       // An empty row (every slot masked) has lse -inf and weight 0.
       if (warp == 0 && g == 0)
         put_lse(2 * t + h, l_run[h] > 0.f ? m_ref[h] + log2f(l_run[h]) : kNegInf);
