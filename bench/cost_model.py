@@ -79,11 +79,11 @@ INPUTS = {
     "tiny_launches_per_token": 170,
     # Sparse MLA decode (our kernel, sm_120a tiles at SM120's occupancy: one CTA per SM, Q in
     # registers -- `glm5c-bench-sparse-mla --sm120-occupancy`), H = 8 and H = 64, top-k 2048,
-    # context 8192, bf16 cache, graph replay: (batch, us). RESULTS.md "four k-parts, ring
-    # entries": H = 8 and H = 64 x 128 at commit 30ce0c3; H = 64 at batch 1-32 from the same
-    # entry's run of 920ed15 (the last two changes were not re-measured there).
+    # context 8192, bf16 cache, graph replay: (batch, us). H = 8: RESULTS.md "sparse MLA: where
+    # a CTA's time goes; one-round-trip merges" (the 8-head layout). H = 64: "four k-parts, ring
+    # entries" (x 128 at commit 30ce0c3; batch 1-32 from the same entry's run of 920ed15).
     "mla_bench_context": 8192,
-    "mla_h8_us": [(1, 9.1), (8, 17.0), (32, 35.8), (128, 105.7)],
+    "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 102.9)],
     "mla_h64_us": [(1, 15.3), (8, 39.1), (32, 114.8), (128, 349.0)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys: (batch, context, us). RESULTS.md.
     "indexer_us": [(1, 8192, 15.9), (1, 131072, 36.5), (8, 32768, 47.6), (8, 131072, 113.1),
