@@ -172,6 +172,19 @@ __device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int 
   }
 }
 
+// The merges' step: partial v (4 columns) with log2-domain lse l, weighted against the
+// reference maximum mx, into the running weight sum and columns (an empty partial, lse -inf,
+// adds nothing).
+__device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float4 &v, float &sum,
+                                                  float4 &acc) {
+  const float w = l == -__int_as_float(0x7f800000) ? 0.f : glm_exp2(l - mx);
+  sum += w;
+  acc.x += w * v.x;
+  acc.y += w * v.y;
+  acc.z += w * v.z;
+  acc.w += w * v.w;
+}
+
 // Phase trace (profiling only, glm5c-bench-sparse-mla --trace; GLM_MLA_TRACE = the largest
 // grid traced): thread 0 of each CTA records clock64 at the kernel's phase boundaries, relative
 // to its start, and %globaltimer at its start and end; sparse_mla_trace_dump copies them out.
@@ -807,14 +820,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     float sum = 0.f;
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
-      if (p < static_cast<int>(csize)) {
-        const float w = lp[p] == kNegInf ? 0.f : glm_exp2(lp[p] - mx);
-        sum += w;
-        acc.x += w * v[p].x;
-        acc.y += w * v[p].y;
-        acc.z += w * v[p].z;
-        acc.w += w * v[p].w;
-      }
+      if (p < static_cast<int>(csize))
+        glm_mla_merge_add(lp[p], mx, v[p], sum, acc);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
     const float merged_lse = sum > 0.f ? mx + log2f(sum) : kNegInf;
@@ -893,14 +900,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
       mx = m_new;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float w = l[j] == kNegInf ? 0.f : glm_exp2(l[j] - mx);
-        sum += w;
-        acc.x += w * v[j].x;
-        acc.y += w * v[j].y;
-        acc.z += w * v[j].z;
-        acc.w += w * v[j].w;
-      }
+      for (int j = 0; j < 8; ++j)
+        glm_mla_merge_add(l[j], mx, v[j], sum, acc);
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
