@@ -713,8 +713,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // C of them per (request, head group)): each CTA writes its merged chunk as a cluster partial
   // and counts its arrival on the chunk's counter; the last CTA to arrive on chunk r merges the
   // chunk over all clusters' partials. So every merge is spread over C CTAs and reads splits / C
-  // partials, not splits. Without clusters (C == 1) and with more than one split, stage 1 has
-  // nothing to merge: each thread writes its fragments straight to the CTA's partial.
+  // partials, not splits.
   const unsigned csize = glm_cluster_size(), crank = glm_cluster_rank();
   const int nclusters = splits / csize, cluster = split / csize;
   const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
@@ -799,6 +798,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // row and its 4 columns in one distributed-shared-memory round trip (all loads in flight,
   // unrolled to the largest cluster) and computes the weights itself, so the merge is one round
   // trip and no barrier. An empty row (every peer's lse -inf) merges to 0 with lse -inf.
+  // (A CTA without cluster has written its result already: the loop starts past the end.)
   for (int it = direct ? rows * chunk4 : tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
