@@ -56,8 +56,10 @@ struct Kernel {
   cu::Function traceDump = nullptr; // --trace: sparse_mla_trace_dump of the traced build
 };
 
-// --trace: the largest grid (CTAs) the traced build records.
+// --trace: the largest grid (CTAs) the traced build records, and the stamps per CTA
+// (sparse_mla_decode.cuh GLM_TRACE_SLOTS).
 constexpr int kTraceCtas = 1 << 16;
+constexpr int kTraceSlots = 12;
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
              const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads,
@@ -297,11 +299,11 @@ void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s
   const int groups = (p.H + k.cfg.heads - 1) / k.cfg.heads;
   int ctas = std::min(groups * p.splits * p.B, kTraceCtas);
   cu::DevicePtr d = 0;
-  CHECK_OK(drv.malloc(&d, size_t(ctas) * 12 * 8, "trace"));
+  CHECK_OK(drv.malloc(&d, size_t(ctas) * kTraceSlots * 8, "trace"));
   void *args[] = {&d, &ctas};
   CHECK_OK(drv.launch(k.traceDump, 64, 1, 1, 256, 1, 1, 0, s, args, "sparse_mla_trace_dump"));
   CHECK_OK(drv.synchronize(s));
-  std::vector<unsigned long long> t(size_t(ctas) * 12);
+  std::vector<unsigned long long> t(size_t(ctas) * kTraceSlots);
   CHECK_OK(drv.copyToHost(t.data(), d, t.size() * 8));
   (void)drv.free(d);
   int perSplit = (2048 + p.splits - 1) / p.splits;
@@ -321,7 +323,7 @@ void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s
   std::vector<double> ghz;
   unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
   for (int c = 0; c < ctas; ++c) {
-    const unsigned long long *r = &t[size_t(c) * 12]; // slots: sparse_mla_decode.cuh
+    const unsigned long long *r = &t[size_t(c) * kTraceSlots]; // slots: sparse_mla_decode.cuh
     const int split = (c % (groups * p.splits)) % p.splits;
     const int begin = split * perSplit, end = std::min(begin + perSplit, 2048);
     const int tiles = end > begin ? (end - begin + k.cfg.tileN - 1) / k.cfg.tileN : 0;

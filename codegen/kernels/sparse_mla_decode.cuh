@@ -192,15 +192,17 @@ __device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float
 // 4 partials staged and the cluster synced, 5 cluster merge written, 6 end, 7 end (globaltimer),
 // 8-11 the tile loop's phases (below).
 #ifdef GLM_MLA_TRACE
-__device__ unsigned long long glm_mla_trace[GLM_MLA_TRACE][12];
+#define GLM_TRACE_SLOTS 12 // glm5c-bench-sparse-mla reads as many (kTraceSlots)
+__device__ unsigned long long glm_mla_trace[GLM_MLA_TRACE][GLM_TRACE_SLOTS];
 __device__ __forceinline__ unsigned long long glm_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ctas) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ctas * 12; i += gridDim.x * blockDim.x)
-    out[i] = glm_mla_trace[i / 12][i % 12];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ctas * GLM_TRACE_SLOTS;
+       i += gridDim.x * blockDim.x)
+    out[i] = glm_mla_trace[i / GLM_TRACE_SLOTS][i % GLM_TRACE_SLOTS];
 }
 #define GLM_TRACE_AT(slot, value)                                                               \
   do {                                                                                          \
@@ -793,7 +795,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int chunk = GLM_D_LATENT / csize, chunk4 = chunk / 4;
   const int cbeg = crank * chunk;
   // This CTA's merged chunk: to the output when one cluster covers the whole range, else to
-  // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C + r).
+  // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C
+  // + r).
   // Each thread merges 4 columns of one row over the C peers: it reads every peer's lse of the
   // row and its 4 columns in one distributed-shared-memory round trip (all loads in flight,
   // unrolled to the largest cluster) and computes the weights itself, so the merge is one round

@@ -110,8 +110,8 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
 int sparseMlaCluster(int splits, int64_t groups, int maxCluster) {
   // Many groups: pairs of splits merge through distributed shared memory (half the partials
   // through global memory; with two splits no second stage at all). Measured on the H200
-  // (bench/RESULTS.md, 2026-11-29 "merge"): 8 heads x 128 rows 90.0 -> 86.6 us, 64 x 32 79.8 ->
-  // 74.1; larger clusters lose there.
+  // (bench/RESULTS.md, 2026-11-29 "one-round-trip merges, pair clusters"): 8 heads x 128 rows
+  // 90.0 -> 86.6 us, 64 x 32 79.8 -> 74.1; larger clusters lose there.
   const int cap = std::min(maxCluster, groups > kSparseMlaClusterGroups ? 2 : kSparseMlaMaxCluster);
   int c = 1;
   while (c * 2 <= cap && splits % (c * 2) == 0)
