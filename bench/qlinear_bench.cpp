@@ -6,11 +6,12 @@
 //
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
-//                            [--reps N] [--mv-tiles reg,W:S:KC,...]
+//                            [--reps N] [--mv-tiles reg,W:S:KC,...] [--splits 0,3,...]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
 // W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith).
+// --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -70,6 +71,7 @@ int main(int argc, char **argv) {
   std::vector<int> tokenCounts = {1, 8};
   std::string defines, defineTag;
   std::vector<std::string> mvTiles = {"reg"};
+  std::vector<int> splitChoices = {0};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -85,7 +87,11 @@ int main(int argc, char **argv) {
       defineTag += std::string("+") + argv[i];
     } else if (a == "--mv-tiles" && i + 1 < argc)
       mvTiles = splitList(argv[++i]);
-    else if (a == "--shapes" && i + 1 < argc)
+    else if (a == "--splits" && i + 1 < argc) {
+      splitChoices.clear();
+      for (const std::string &t : splitList(argv[++i]))
+        splitChoices.push_back(std::max(0, std::atoi(t.c_str())));
+    } else if (a == "--shapes" && i + 1 < argc)
       shapeNames = splitList(argv[++i]);
     else if (a == "--tokens" && i + 1 < argc) {
       tokenCounts.clear();
@@ -95,7 +101,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
-                   "[--mv-tiles reg,W:S:KC,...]\n",
+                   "[--mv-tiles reg,W:S:KC,...] [--splits 0,3,...]\n",
                    argv[0]);
       return 2;
     }
@@ -201,66 +207,70 @@ int main(int argc, char **argv) {
               it = kernels.emplace(cfg->variant + tn, f).first;
             }
             cu::Function fn = it->second;
-            QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K);
+            for (int forced : splitChoices) {
+              QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K, forced);
 
-            std::vector<uint16_t> xh(size_t(T * K));
-            std::vector<float> xf(xh.size());
-            for (size_t i = 0; i < xh.size(); ++i) {
-              xh[i] = glm5rt::floatToBf16(rng.uniform());
-              xf[i] = glm5rt::bf16ToFloat(xh[i]);
-            }
-            cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
-            CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
-            CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
-            CHECK_OK(drv.malloc(&dy, size_t(T * N) * 2, "y"));
-            CHECK_OK(drv.malloc(&ws, size_t(std::max<int64_t>(l.workspaceBytes, 4)), "workspace"));
-            CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(l.counters, 1)) * 4, "counters"));
-            CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(l.counters, 1)) * 4));
-            int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = l.kPerSplit;
-            auto launch = [&](cu::DevicePtr wp) {
-              void *args[] = {&wp, &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
-              CHECK_OK(drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem, stream, args,
-                                  "qlinear_decode"));
-            };
-
-            // Correctness: one launch, 64 sampled rows against a double-precision host product.
-            CHECK_OK(drv.memsetD8(dy, 0xff, size_t(T * N) * 2));
-            launch(w[0]);
-            CHECK_OK(drv.synchronize(stream));
-            std::vector<uint16_t> yh(size_t(T * N));
-            CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
-            double e2 = 0, r2 = 0;
-            for (int i = 0; i < 64; ++i) {
-              const int64_t n = i * (N - 1) / 63;
-              const float *wr = poolF.data() + (n % pool) * K;
-              for (int t = 0; t < T; ++t) {
-                double ref = 0;
-                for (int64_t k = 0; k < K; ++k)
-                  ref += double(wr[k]) * xf[size_t(t * K + k)];
-                double got = glm5rt::bf16ToFloat(yh[size_t(t * N + n)]);
-                e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
-                r2 += ref * ref;
+              std::vector<uint16_t> xh(size_t(T * K));
+              std::vector<float> xf(xh.size());
+              for (size_t i = 0; i < xh.size(); ++i) {
+                xh[i] = glm5rt::floatToBf16(rng.uniform());
+                xf[i] = glm5rt::bf16ToFloat(xh[i]);
               }
+              cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
+              CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+              CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+              CHECK_OK(drv.malloc(&dy, size_t(T * N) * 2, "y"));
+              CHECK_OK(
+                  drv.malloc(&ws, size_t(std::max<int64_t>(l.workspaceBytes, 4)), "workspace"));
+              CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(l.counters, 1)) * 4, "counters"));
+              CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(l.counters, 1)) * 4));
+              int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = l.kPerSplit;
+              auto launch = [&](cu::DevicePtr wp) {
+                void *args[] = {&wp, &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
+                CHECK_OK(drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem, stream, args,
+                                    "qlinear_decode"));
+              };
+
+              // Correctness: one launch, 64 sampled rows against a double-precision host product.
+              CHECK_OK(drv.memsetD8(dy, 0xff, size_t(T * N) * 2));
+              launch(w[0]);
+              CHECK_OK(drv.synchronize(stream));
+              std::vector<uint16_t> yh(size_t(T * N));
+              CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
+              double e2 = 0, r2 = 0;
+              for (int i = 0; i < 64; ++i) {
+                const int64_t n = i * (N - 1) / 63;
+                const float *wr = poolF.data() + (n % pool) * K;
+                for (int t = 0; t < T; ++t) {
+                  double ref = 0;
+                  for (int64_t k = 0; k < K; ++k)
+                    ref += double(wr[k]) * xf[size_t(t * K + k)];
+                  double got = glm5rt::bf16ToFloat(yh[size_t(t * N + n)]);
+                  e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
+                  r2 += ref * ref;
+                }
+              }
+              const double err = std::sqrt(e2 / r2);
+              const bool ok = err <= 1e-2;
+              failed |= !ok;
+              Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant + defineTag,
+                      0,  0,     err,     ok};
+              if (!checkOnly) {
+                row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps,
+                                                 [&](size_t s) { launch(w[s]); });
+                row.gbs = double(bytes) / row.us / 1e3;
+              }
+              std::printf("  %-7s %-5s %-11s %5lld -> %-6lld T=%d splits=%-2d rel err %.1e %s",
+                          tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
+                          static_cast<long long>(N), T, l.splits, err, ok ? "ok" : "FAILED");
+              if (!checkOnly)
+                std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs,
+                            100.0 * row.gbs / 4230.0);
+              std::printf("\n");
+              rows.push_back(row);
+              for (cu::DevicePtr d : {dx, dy, ws, cnt})
+                (void)drv.free(d);
             }
-            const double err = std::sqrt(e2 / r2);
-            const bool ok = err <= 1e-2;
-            failed |= !ok;
-            Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant + defineTag, 0, 0, err, ok};
-            if (!checkOnly) {
-              row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps,
-                                               [&](size_t s) { launch(w[s]); });
-              row.gbs = double(bytes) / row.us / 1e3;
-            }
-            std::printf("  %-7s %-5s %-11s %5lld -> %-6lld T=%d splits=%-2d rel err %.1e %s",
-                        tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
-                        static_cast<long long>(N), T, l.splits, err, ok ? "ok" : "FAILED");
-            if (!checkOnly)
-              std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs,
-                          100.0 * row.gbs / 4230.0);
-            std::printf("\n");
-            rows.push_back(row);
-            for (cu::DevicePtr d : {dx, dy, ws, cnt})
-              (void)drv.free(d);
           }
         for (cu::DevicePtr d : w)
           (void)drv.free(d);

@@ -95,13 +95,24 @@ __device__ __forceinline__ void glm_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t
                : "r"(addr));
 }
 
-// D = A(16x16, row) * B(16x8, col) + D, bf16 inputs, fp32 accumulators.
+// D = A(16x16, row) * B(16x8, col) + D, fp32 accumulators; inputs bf16, or fp16 with kF16.
+template <bool kF16>
+__device__ __forceinline__ void glm_mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#define GLM_MMA_16816(T)                                                                         \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." T "." T ".f32 "                          \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+  if (kF16)
+    GLM_MMA_16816("f16");
+  else
+    GLM_MMA_16816("bf16");
+#undef GLM_MMA_16816
+}
 __device__ __forceinline__ void glm_mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4],
                                                    uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  glm_mma_16816<false>(d, a, b0, b1);
 }
 
 // 16-byte global->shared copy; src_bytes 0 zero-fills (masked rows are never read from memory).

@@ -199,6 +199,13 @@ template <uint32_t kMask> __device__ __forceinline__ uint32_t glm_and_or(uint32_
   return d;
 }
 
+// a | (b & mask) in one LOP3.
+template <uint32_t kMask> __device__ __forceinline__ uint32_t glm_or_and(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xF8;" : "=r"(d) : "r"(a), "r"(b), "n"(kMask));
+  return d;
+}
+
 // Shared-memory loads of staged raw bytes.
 __device__ __forceinline__ uint4 glm_lds16(const glm_u8 *p) {
   return *reinterpret_cast<const uint4 *>(p);
@@ -428,6 +435,42 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 // bf16 pair (128 + lo, 128 + hi) from two small integers already at bits 0.. and 16..
 #define GLM_BF16_128 0x43004300u
 
+// GLM_MV_XF16 (Q4_K, Q5_K): x is staged as fp16 and the 4-bit quants enter the mma as fp16,
+// whose 10-bit mantissa holds a nibble at bits 0..3 or 4..7 under 1024's exponent (ulp 1): one
+// LOP3 makes (1024 + q) of a low nibble and (1024 + 16 q) of a high one in place, so a word's
+// eight nibbles take one shift (bytes 1 and 3) instead of three (as bf16, with 7 mantissa bits,
+// every nibble has to be shifted to bits 0..3). A high-nibble group's scale carries the 1/16:
+// d (q) = (d / 16) (16 q), and both offsets are then 1024 times the scale. fp16 x is exact for
+// bf16 values of magnitude 2^-14 .. 65504; the decode CTA scales a chunk by a power of two when
+// it holds larger ones (glm_stage_x), and the x sums are taken from the fp16 values themselves.
+// The registry's default: Q5_K with one token, where it measured 4.5% faster on the H200 (the
+// fifth bits make its extraction the longest); Q4_K was even and more tokens slower (the
+// conversion is paid in the x staging, per chunk).
+#ifndef GLM_MV_XF16
+#define GLM_MV_XF16 (GLM_WTYPE == GLM_T_Q5_K && GLM_TOKENS == 1)
+#endif
+static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K,
+              "fp16 x: the K-quant 4-bit step only");
+#define GLM_F16_1024 0x64006400u
+// The step's mma: fp16 operands with GLM_MV_XF16, else bf16.
+__device__ __forceinline__ void glm_mv_mma(float (&d)[4], const uint32_t (&a)[4], uint2 b) {
+  glm_mma_16816<GLM_MV_XF16 != 0>(d, a, b.x, b.y);
+}
+// A registers of the low (hi = 0) or high nibbles of a quant word: the pairs of bytes 0 and 2
+// (.x: elements (e, e+2)) and of bytes 1 and 3 (.y: (e+1, e+3)). fp16 (GLM_MV_XF16): 1024 + q,
+// or 1024 + 16 q for high nibbles; bf16: 128 + q.
+__device__ __forceinline__ uint2 glm_nib_pair(uint32_t w, int hi) {
+#if GLM_MV_XF16
+  return hi ? make_uint2(glm_and_or<0x00F000F0u>(w, GLM_F16_1024),
+                         glm_and_or<0x00F000F0u>(w >> 8, GLM_F16_1024))
+            : make_uint2(glm_and_or<0x000F000Fu>(w, GLM_F16_1024),
+                         glm_and_or<0x000F000Fu>(w >> 8, GLM_F16_1024));
+#else
+  return make_uint2(glm_and_or<0x000F000Fu>(w >> (4 * hi), GLM_BF16_128),
+                    glm_and_or<0x000F000Fu>(w >> (4 * hi + 8), GLM_BF16_128));
+#endif
+}
+
 #if GLM_WTYPE == GLM_T_Q6_K
 // glm_mv_step's Q6_K body; kA4: both rows' step bytes start 4-byte aligned in shared memory.
 template <bool kA4>
@@ -526,9 +569,19 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
   const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
   const uint32_t one = glm_reg_const(0x3F800000u, ra); // for glm_mul_byte_u
+#if GLM_MV_XF16 && GLM_MV_COLS
+  // Thread t folds sub-blocks t and t + 4: high nibbles (scale / 16) when t is odd.
+  const float kD = (t & 1) ? 524288.f : 8388608.f;
+#else
+  constexpr float kD = 8388608.f;
+#endif
   // Super-block scales times 2^23, for glm_mul_byte.
-  const float da = glm_half_f32(ha.x) * 8388608.f, dmina = glm_half_f32(ha.x >> 16) * 8388608.f;
-  const float db = glm_half_f32(hb.x) * 8388608.f, dminb = glm_half_f32(hb.x >> 16) * 8388608.f;
+  const float da = glm_half_f32(ha.x) * kD, dmina = glm_half_f32(ha.x >> 16) * 8388608.f;
+  const float db = glm_half_f32(hb.x) * kD, dminb = glm_half_f32(hb.x >> 16) * 8388608.f;
+  constexpr float kOff = GLM_MV_XF16 ? 1024.f : 128.f; // the quants' offset in the mma
+#if !GLM_MV_COLS // with more tokens every group is folded here: high nibbles' scales / 16
+  const float da16 = GLM_MV_XF16 ? da * 0.0625f : da, db16 = GLM_MV_XF16 ? db * 0.0625f : db;
+#endif
 #if GLM_WTYPE == GLM_T_Q5_K
   const uint2 qha = glm_lds8(ra + 16 + 8 * t), qhb = glm_lds8(rb + 16 + 8 * t);
 #define GLM_QS_OFF 48
@@ -552,29 +605,33 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
         const uint32_t wa = ks ? qa.y : qa.x, wb = ks ? qb.y : qb.x;
-        uint32_t a[4];
-        a[0] = glm_and_or<0x000F000Fu>(wa >> (4 * hi), GLM_BF16_128);     // row g: (e, e+2)
-        a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * hi), GLM_BF16_128);     // row g+8
-        a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * hi + 8), GLM_BF16_128); // row g: (e+1, e+3)
-        a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * hi + 8), GLM_BF16_128);
+        const uint2 pa = glm_nib_pair(wa, hi), pb = glm_nib_pair(wb, hi); // rows g, g + 8
+        uint32_t a[4] = {pa.x, pb.x, pa.y, pb.y};
 #if GLM_WTYPE == GLM_T_Q5_K
-        // Fifth bit: bit j of qh[l], l the byte's position in the chunk (same for every chunk).
+        // Fifth bit: bit j of qh[l], l the byte's position in the chunk (same for every chunk),
+        // to bit 4 of the value: bit 4 of the half, or bit 8 where fp16 keeps the nibble at 4..7.
+        // One shift and one LOP3 per register.
         const uint32_t xa = ks ? qha.y : qha.x, xb = ks ? qhb.y : qhb.x;
-        a[0] |= ((xa >> j) << 4) & 0x00100010u;
-        a[1] |= ((xb >> j) << 4) & 0x00100010u;
-        a[2] |= ((xa >> (j + 8)) << 4) & 0x00100010u;
-        a[3] |= ((xb >> (j + 8)) << 4) & 0x00100010u;
+        const int kB5 = GLM_MV_XF16 && hi ? 8 : 4;
+        auto put = [&](uint32_t a0, uint32_t q, int bit) { // bit `bit` of q's halves to kB5
+          const uint32_t y = bit <= kB5 ? q << (kB5 - bit) : q >> (bit - kB5);
+          return kB5 == 8 ? glm_or_and<0x01000100u>(a0, y) : glm_or_and<0x00100010u>(a0, y);
+        };
+        a[0] = put(a[0], xa, j);
+        a[1] = put(a[1], xb, j);
+        a[2] = put(a[2], xa, j + 8);
+        a[3] = put(a[3], xb, j + 8);
 #endif
         const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * j + 16 * ks, j);
-        glm_mma_bf16_16816(D, a, bx.x, bx.y);
+        glm_mv_mma(D, a, bx);
       }
 #if !GLM_MV_COLS
-      const float d1a = glm_mul_byte_u(da, j < 4 ? sa.sc_lo : sa.sc_hi, j, one);
-      const float d1b = glm_mul_byte_u(db, j < 4 ? sb.sc_lo : sb.sc_hi, j, one);
+      const float d1a = glm_mul_byte_u(hi ? da16 : da, j < 4 ? sa.sc_lo : sa.sc_hi, j, one);
+      const float d1b = glm_mul_byte_u(hi ? db16 : db, j < 4 ? sb.sc_lo : sb.sc_hi, j, one);
       const float m1a = glm_mul_byte_u(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j, one);
       const float m1b = glm_mul_byte_u(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j, one);
       const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * j + 2 * t);
-      glm_mv_fold(acc, D, d1a, fmaf(128.f, d1a, m1a), d1b, fmaf(128.f, d1b, m1b), sx);
+      glm_mv_fold(acc, D, d1a, fmaf(kOff, d1a, m1a), d1b, fmaf(kOff, d1b, m1b), sx);
 #endif
     }
   }
@@ -584,8 +641,8 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
   const float d1b0 = glm_mul_byte(db, sb.sc_lo, t), d1b1 = glm_mul_byte(db, sb.sc_hi, t);
   const float m1a0 = glm_mul_byte(dmina, sa.mn_lo, t), m1a1 = glm_mul_byte(dmina, sa.mn_hi, t);
   const float m1b0 = glm_mul_byte(dminb, sb.mn_lo, t), m1b1 = glm_mul_byte(dminb, sb.mn_hi, t);
-  glm_mv_fold_cols(acc, D, d1a0, fmaf(128.f, d1a0, m1a0), d1a1, fmaf(128.f, d1a1, m1a1), d1b0,
-                   fmaf(128.f, d1b0, m1b0), d1b1, fmaf(128.f, d1b1, m1b1), xsum[8 * t],
+  glm_mv_fold_cols(acc, D, d1a0, fmaf(kOff, d1a0, m1a0), d1a1, fmaf(kOff, d1a1, m1a1), d1b0,
+                   fmaf(kOff, d1b0, m1b0), d1b1, fmaf(kOff, d1b1, m1b1), xsum[8 * t],
                    xsum[8 * (t + 4)]);
 #endif
 #undef GLM_QS_OFF
@@ -639,13 +696,10 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
     const uint32_t wa = glm_lds_u32_a2(ba + 2 + 4 * t), wb = glm_lds_u32_a2(bb + 2 + 4 * t);
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
-      uint32_t a[4];
-      a[0] = glm_and_or<0x000F000Fu>(wa >> (4 * ks), GLM_BF16_128);
-      a[1] = glm_and_or<0x000F000Fu>(wb >> (4 * ks), GLM_BF16_128);
-      a[2] = glm_and_or<0x000F000Fu>(wa >> (4 * ks + 8), GLM_BF16_128);
-      a[3] = glm_and_or<0x000F000Fu>(wb >> (4 * ks + 8), GLM_BF16_128);
+      const uint2 pa = glm_nib_pair(wa, ks), pb = glm_nib_pair(wb, ks);
+      const uint32_t a[4] = {pa.x, pb.x, pa.y, pb.y};
       const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
-      glm_mma_bf16_16816(D, a, bx.x, bx.y);
+      glm_mv_mma(D, a, bx);
     }
 #if !GLM_MV_COLS
     // value = d (q - 8): D' = sum (128 + q) x, so subtract 136 sum x.

@@ -143,8 +143,12 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
 // is a multiple of 32), which the shuffle sums rely on; every lane runs the same trip count.
 // Loads go out in pairs before either is used; the loop over pairs stays rolled (unrolled, BF16
 // at T = 8 with 128 threads spilled).
-__device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
-                                            float *xsum, int K, int k0, int kc) {
+// GLM_MV_XF16: the values are staged as fp16 of x * xsc (xsc a power of two), the x sums are
+// those fp16 values' sums, and the result is the largest |x * xsc| this thread staged (over
+// 65504: some value became inf, and the caller stages the chunk again with a smaller xsc).
+__device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
+                                             float *xsum, int K, int k0, int kc, float xsc = 1.f) {
+  float xmax = 0.f;
   constexpr unsigned kUnits = GLM_KC / 8; // per token
   constexpr int kIters = (GLM_TOKENS * kUnits + GLM_THREADS - 1) / GLM_THREADS;
   // BF16 (at its 96-register bound with 128 threads) loads one unit at a time: pairs spilled.
@@ -170,6 +174,16 @@ __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_b
     for (int b = 0; b < kBatch; ++b) {
       unsigned tok, u;
       const bool ok = where(i0 + b, tok, u);
+#if GLM_MV_XF16
+      uint32_t *h = reinterpret_cast<uint32_t *>(&v[b]);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) { // bf16 pair -> fp16 pair, same halves
+        const float lo = __uint_as_float(h[q] << 16) * xsc;
+        const float hi = __uint_as_float(h[q] & 0xFFFF0000u) * xsc;
+        xmax = fmaxf(xmax, fmaxf(fabsf(lo), fabsf(hi)));
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[q]) : "f"(hi), "f"(lo));
+      }
+#endif
       // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
       const uint2 g0 =
           make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410), __byte_perm(v[b].x, v[b].y, 0x7632));
@@ -191,7 +205,12 @@ __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_b
       float s = 0.f;
 #pragma unroll
       for (int q = 0; q < 4; ++q)
+#if GLM_MV_XF16
+        s += glm_f16_to_f32(static_cast<unsigned short>(w[q])) +
+             glm_f16_to_f32(static_cast<unsigned short>(w[q] >> 16));
+#else
         s += __uint_as_float(w[q] << 16) + __uint_as_float(w[q] & 0xFFFF0000u);
+#endif
       s += __shfl_xor_sync(0xffffffffu, s, 1);
 #if GLM_XSUM_GRAN == 32
       s += __shfl_xor_sync(0xffffffffu, s, 2);
@@ -201,6 +220,7 @@ __device__ __forceinline__ void glm_stage_x(const glm_act *__restrict__ x, glm_b
 #endif
     }
   }
+  return xmax;
 }
 #endif
 
@@ -244,6 +264,11 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     if (i % 8 >= GLM_TOKENS)
       xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
 #endif
+#if GLM_MV_XF16
+  __shared__ unsigned s_xmax; // the largest |x| of the chunks that needed a scale, as bits
+  if (tid == 0)
+    s_xmax = 0u; // published by the first chunk's barrier
+#endif
 #if GLM_MV_COLS
   for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS)  // the zero row (the first chunk's
     reinterpret_cast<uint32_t *>(xs + GLM_XROW)[i] = 0u; // barrier publishes it)
@@ -264,14 +289,16 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   // pushes its end past the last whole one (by more than kTailSlack).
   constexpr int kTailSlack = (GLM_MV_STEP_BYTES + 15) / 16 * 16 - GLM_MV_STEP_BYTES;
   const uint32_t ring_s = glm_smem_addr(ring);
-  const glm_u8 *cp_src[kCopyIters]; // row start + the chunk's offset in the cover
-  uint32_t cp_dst[kCopyIters];      // in slot 0; ~0u: no chunk for this lane
-  uint32_t cp_tail = 0;             // bit q: chunk q is the tail chunk
+  // The warp's first row (clamped); chunk sources are 32-bit offsets from it (16 rows' bytes).
+  const glm_u8 *w_warp = w + static_cast<unsigned long long>(min(wrow0, N - 1)) * row_bytes;
+  uint32_t cp_src[kCopyIters]; // offset of row start + the chunk's offset in the cover
+  uint32_t cp_dst[kCopyIters]; // in slot 0; ~0u: no chunk for this lane
+  uint32_t cp_tail = 0;        // bit q: chunk q is the tail chunk
 #pragma unroll
   for (int q = 0; q < kCopyIters; ++q) {
     const int c = lane + 32 * q, r = c / GLM_SLOT_CHUNKS, ch = 16 * (c % GLM_SLOT_CHUNKS);
     const int row = min(wrow0 + min(r, 15), N - 1);
-    cp_src[q] = w + static_cast<unsigned long long>(row) * row_bytes + ch;
+    cp_src[q] = static_cast<uint32_t>((row - min(wrow0, N - 1)) * row_bytes + ch);
     cp_dst[q] = c < 16 * GLM_SLOT_CHUNKS ? ring_s + r * GLM_SLOT + ch : ~0u;
     cp_tail |= (ch >= GLM_MV_STEP_BYTES ? 1u : 0u) << q;
   }
@@ -286,7 +313,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #pragma unroll
       for (int q = 0; q < kCopyIters; ++q)
         if ((32 * (q + 1) <= 16 * GLM_SLOT_CHUNKS || cp_dst[q] != ~0u) && !((skip >> q) & 1u))
-          glm_cp_async_16(cp_dst[q] + slot, cp_src[q] + (off & ~15ull), 16);
+          glm_cp_async_16(cp_dst[q] + slot, w_warp + cp_src[q] + (off & ~15ull), 16);
     }
 #else
   // Any row alignment (and BF16, whose last step of K may be partial): per chunk, its row's
@@ -337,13 +364,46 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   const glm_mv_xoff xo = {}; // unused
 #endif
   const long long ra_row = min(wrow0 + g, N - 1), rb_row = min(wrow0 + g + 8, N - 1);
+#if GLM_MV_XF16
+  // acc is kept in the units of the current chunk's x scale (a power of two: exact rescales).
+  float acc_sc = 1.f;
+  auto rescale = [&](float xsc) {
+    if (xsc != acc_sc) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        acc[c] *= xsc / acc_sc;
+      acc_sc = xsc;
+    }
+  };
+#endif
   for (int i = 0; i < nsteps; ++i) {
     const int k = k_begin + i * GLM_MV_STEP;
     const int e = (i % GLM_SPC) * GLM_MV_STEP; // the step's offset in the x chunk
     if (e == 0) {
       __syncthreads(); // every warp is done with the previous chunk
+#if GLM_MV_XF16
+      const int kc = min(GLM_KC, k_end - k);
+      const float xmax = glm_stage_x(x, xs, xsum, K, k, kc);
+      if (__syncthreads_or(xmax > 65504.f)) {
+        // Some |x| is past fp16's range (rare): stage the chunk again as x * 2^-s, its
+        // largest value (over every chunk so far: s_xmax only grows) below 2^15.
+        const unsigned m = __reduce_max_sync(0xffffffffu, __float_as_uint(xmax)); // xmax >= 0
+        if (lane == 0)
+          atomicMax(&s_xmax, m);
+        __syncthreads();
+        int ex;
+        frexpf(__uint_as_float(s_xmax), &ex); // s_xmax < 2^ex
+        const float xsc = ldexpf(1.f, 15 - ex);
+        glm_stage_x(x, xs, xsum, K, k, kc, xsc);
+        __syncthreads();
+        rescale(xsc);
+      } else {
+        rescale(1.f);
+      }
+#else
       glm_stage_x(x, xs, xsum, K, k, min(GLM_KC, k_end - k));
       __syncthreads();
+#endif
     }
     issue(i + GLM_STAGES - 1); // into the slot step i - 1 used (released by the __syncwarp)
     glm_cp_async_wait<GLM_STAGES - 1>(); // this thread's copies of step i have landed
@@ -367,6 +427,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     __syncwarp(); // the slot may be refilled
   }
   glm_cp_async_wait<0>();
+#if GLM_MV_XF16
+  rescale(1.f);
+#endif
 #if GLM_MV_COLS
   // acc[0] and acc[2] hold this lane's scale groups: the rows' sums are over the quad.
 #pragma unroll

@@ -305,8 +305,9 @@ glm5rt::launch::QLinearParams qlinearLaunchParams(const QLinearConfig &cfg) {
 }
 
 QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
-                            int64_t K) {
-  return glm5rt::launch::qlinearGrid(qlinearLaunchParams(cfg), device.smCount, T, N, K);
+                            int64_t K, int64_t forceSplits) {
+  return glm5rt::launch::qlinearGrid(qlinearLaunchParams(cfg), device.smCount, T, N, K,
+                                     forceSplits);
 }
 
 std::string qlinearSource(const QLinearConfig &cfg) {

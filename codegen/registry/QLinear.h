@@ -69,9 +69,9 @@ glm5rt::launch::QLinearParams qlinearLaunchParams(const QLinearConfig &cfg);
 
 // Grid, split of K and workspace for T tokens (decode: cfg.tokens) on `device` (its SM count
 // sizes the split: enough CTAs for ~2 waves). Embedding: gridX = T. Forwards to
-// glm5rt::launch::qlinearGrid.
+// glm5rt::launch::qlinearGrid (forceSplits likewise).
 QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int64_t T, int64_t N,
-                            int64_t K);
+                            int64_t K, int64_t forceSplits = 0);
 
 // Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk);

@@ -5,7 +5,8 @@
 
 namespace glm5rt::launch {
 
-QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K) {
+QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
+                        int64_t forceSplits) {
   QLinearGrid l;
   l.threads = static_cast<unsigned>(p.threads);
   l.smem = static_cast<unsigned>(p.dynamicSmem);
@@ -25,7 +26,7 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
   // waves (half of this) left o_proj and q_a at 20-45% of copy bandwidth on the H200.
   const int64_t ctasPerSm = std::max<int64_t>(1, 512 / std::max(p.threads, 1));
   const int64_t want = (ctasPerSm * smCount + tiles - 1) / tiles;
-  int64_t splits = std::clamp<int64_t>(want, 1, kSteps);
+  int64_t splits = std::clamp<int64_t>(forceSplits > 0 ? forceSplits : want, 1, kSteps);
   const int64_t perSplit = (kSteps + splits - 1) / splits * kQLinearKStep;
   splits = (K + perSplit - 1) / perSplit;
   l.gridX = static_cast<unsigned>(tiles);

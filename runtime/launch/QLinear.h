@@ -39,8 +39,10 @@ struct QLinearGrid {
 };
 
 // y[T, N] = x[T, K] W^T on a device of `smCount` SMs (it sizes the decode split: about two
-// waves of CTAs). Embedding: one CTA per token.
-QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K);
+// waves of CTAs). Embedding: one CTA per token. forceSplits > 0 asks for that many decode
+// splits instead (benchmarks; clamped to the K steps).
+QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
+                        int64_t forceSplits = 0);
 
 // The plan's key/value form of `p` (what the compiler writes) and back (what the runtime reads;
 // a missing or out-of-range key is an error naming it).

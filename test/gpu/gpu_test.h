@@ -120,6 +120,8 @@ struct Acts {
   cu::DevicePtr dev = 0;
 };
 Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32);
+// Activations of the given values (rounded to bf16 unless f32; ref holds what was uploaded).
+Acts actsFrom(Context &ctx, std::vector<float> values, bool f32);
 
 // Output buffer of n activations followed by a guard of 64 poisoned ones.
 cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32);

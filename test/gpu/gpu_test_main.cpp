@@ -47,9 +47,11 @@ std::vector<float> fromBf16(const std::vector<uint16_t> &v) {
   return o;
 }
 
-Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) {
+Acts makeActs(Context &ctx, Rng &rng, size_t n, bool f32) { return actsFrom(ctx, rng.vec(n), f32); }
+
+Acts actsFrom(Context &ctx, std::vector<float> values, bool f32) {
   Acts a;
-  a.ref = rng.vec(n);
+  a.ref = std::move(values);
   if (f32) {
     a.dev = ctx.upload(a.ref);
   } else {

@@ -79,10 +79,15 @@ std::string caseName(const char *kind, GgmlType t, bool f32, int64_t T, int64_t 
 
 // Runs a decode config for x [T, K] with the given split (splits == 0: the registry's launch)
 // twice, the second time after re-poisoning the output: the split-K counters must be re-armed.
+// widen (optional) edits x before it is uploaded; each token's row is then compared on its own.
 void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Function fn,
-               const QWeight &qw, int T, bool f32, bool forceOneSplit, const std::string &what) {
+               const QWeight &qw, int T, bool f32, bool forceOneSplit, const std::string &what,
+               void (*widen)(std::vector<float> &, int64_t K) = nullptr) {
   Rng rng(uint64_t(qw.K) * 31 + T * 7 + uint32_t(qw.type));
-  Acts x = makeActs(ctx, rng, size_t(T) * qw.K, f32);
+  std::vector<float> xv = rng.vec(size_t(T) * qw.K);
+  if (widen)
+    widen(xv, qw.K);
+  Acts x = actsFrom(ctx, std::move(xv), f32);
   std::vector<float> ref(size_t(T) * qw.N);
   auto st = glm5rt::host::linear(x.ref.data(), T, qw.K, qw.w(), ref.data());
   if (!st.isOk()) {
@@ -108,9 +113,43 @@ void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Fun
                &kps);
     bool guardOk = false;
     std::vector<float> got = downloadOut(ctx, y, n, f32, &guardOk);
-    compare(report, what + " splits=" + std::to_string(l.splits) + (rep ? " (relaunch)" : ""), got,
-            ref, qw.N, f32 ? 1e-5 : 1e-2, guardOk);
+    const std::string name =
+        what + " splits=" + std::to_string(l.splits) + (rep ? " (relaunch)" : "");
+    if (!widen) {
+      compare(report, name, got, ref, qw.N, f32 ? 1e-5 : 1e-2, guardOk);
+      continue;
+    }
+    for (int t = 0; t < T; ++t) {
+      auto row = [&](const std::vector<float> &v) {
+        return std::vector<float>(v.begin() + t * qw.N, v.begin() + (t + 1) * qw.N);
+      };
+      compare(report, name + " token " + std::to_string(t), row(got), row(ref), qw.N,
+              f32 ? 1e-5 : 1e-2, guardOk);
+    }
   }
+}
+
+// The 256-element-chunk, 2-stage variant of a decode config (every step restages x).
+QLinearConfig kc256(QLinearConfig cfg, int T) {
+  cfg.kChunk = 256;
+  if (cfg.mma)
+    cfg.stages = 2;
+  cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
+  cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
+                (cfg.mma ? "_s2" : "") + (cfg.rows16 ? "_r16" : "");
+  return cfg;
+}
+
+// x past fp16's range in some chunks (K = 4096, 256-element chunks): token 0 one value of
+// 65536 (the first bf16 that fp16 cannot hold) in chunk 11, token 1 values up to 2.5e6 in chunks
+// 3 and 9, token 2 none -- but it shares the chunks' scale.
+void widenX(std::vector<float> &x, int64_t K) {
+  x[size_t(3000)] = 65536.f;
+  if (x.size() < size_t(2 * K))
+    return; // one token
+  x[size_t(K + 800)] = 3.0e5f;
+  x[size_t(K + 801)] = -7.0e4f;
+  x[size_t(K + 2400)] = -2.5e6f;
 }
 
 } // namespace
@@ -152,13 +191,7 @@ GPU_TEST(qlinear_decode_chunks) {
         if (!ctx.compileOnly && !makeWeight(qw, rng, report))
           return;
         GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
-        QLinearConfig cfg = base;
-        cfg.kChunk = 256;
-        if (cfg.mma)
-          cfg.stages = 2;
-        cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
-        cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
-                      (cfg.mma ? "_s2" : "") + (cfg.rows16 ? "_r16" : "");
+        const QLinearConfig cfg = kc256(base, T);
         GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
         if (ctx.compileOnly)
           continue;
@@ -258,5 +291,30 @@ GPU_TEST(qlinear_embed) {
       int32_t flag = ctx.download<int32_t>(err, 1)[0];
       report.expectRelErr(what + " error flag " + std::to_string(flag), flag == lastBad + 1 ? 0 : 1,
                           0);
+    }
+}
+
+// Activations beyond fp16's range: the 4-bit types stage x as fp16 (dequant.cuh GLM_MV_XF16)
+// and scale a chunk holding such values by a power of two; every bf16 path must still match
+// the host, token by token (one split, and the registry's splits), at one and three tokens.
+GPU_TEST(qlinear_decode_wide_x) {
+  const int64_t N = 200, K = 4096;
+  for (GgmlType type : kTypes)
+    for (int T : {1, 3}) {
+      GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
+      if (!base.mma)
+        continue; // F32, F16: fp32 products
+      QWeight qw{type, K, N, {}};
+      Rng rng(uint32_t(type) + 300);
+      if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+        return;
+      const QLinearConfig cfg = kc256(base, T);
+      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+      const std::string what = caseName("qlinear_decode wide x", type, false, T, K, N);
+      runDecode(ctx, report, cfg, fn, qw, T, false, true, what, widenX);
+      runDecode(ctx, report, cfg, fn, qw, T, false, false, what, widenX);
     }
 }
