@@ -65,6 +65,14 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 #endif
 #define GLM_CTA_ROWS (GLM_WARPS * 16)
 #define GLM_EMIT_SLOTS 4
+// The weight copies' memory path (the registry's choice, codegen/registry/QLinear.cpp):
+// GLM_MV_L1 through L1 (.ca), GLM_MV_PF the L2 prefetch size in bytes (0 or 128).
+#ifndef GLM_MV_L1
+#define GLM_MV_L1 0
+#endif
+#ifndef GLM_MV_PF
+#define GLM_MV_PF 0
+#endif
 #define GLM_SPC (GLM_KC / GLM_MV_STEP) // steps per x chunk
 // Staged x: token rows of GLM_KC bf16 plus 16 (32 bytes: the eight rows an 8-byte fragment load
 // touches start 8 banks apart, conflict-free per half-warp).
@@ -313,7 +321,8 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #pragma unroll
       for (int q = 0; q < kCopyIters; ++q)
         if ((32 * (q + 1) <= 16 * GLM_SLOT_CHUNKS || cp_dst[q] != ~0u) && !((skip >> q) & 1u))
-          glm_cp_async_16(cp_dst[q] + slot, w_warp + cp_src[q] + (off & ~15ull), 16);
+          glm_cp_async_16<GLM_MV_L1, GLM_MV_PF>(cp_dst[q] + slot,
+                                                w_warp + cp_src[q] + (off & ~15ull), 16);
     }
 #else
   // Any row alignment (and BF16, whose last step of K may be partial): per chunk, its row's
@@ -348,7 +357,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
         const int n = static_cast<int>(min(16ull, total - a));
 #endif
         if (go)
-          glm_cp_async_16(glm_smem_addr(dst + cp_dst[q]), w + a, n);
+          glm_cp_async_16<GLM_MV_L1, GLM_MV_PF>(glm_smem_addr(dst + cp_dst[q]), w + a, n);
       }
     }
 #endif

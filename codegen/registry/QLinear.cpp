@@ -59,6 +59,8 @@ constexpr int kFmaWarps = 8; // fp32 decode CTA: 8 warps x fmaRowsPerWarp rows
 int fmaRowsPerWarp(int tokens) { return tokens > 4 ? 2 : 4; }
 constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_80+
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
+constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
+constexpr uint32_t kBf16 = 30;                        // ggml type id of BF16
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -80,9 +82,16 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps, int stages,
-                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K) {
+                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N) {
   cfg.rows16 = mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
-  cfg.variant = name + (cfg.rows16 ? "_r16" : "");
+  // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
+  // product of at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token heads
+  // 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through L1
+  // (10% faster at every shape, where the quantized types' copies lost up to 30%).
+  cfg.l2Prefetch = mma && qlinearRowBytes(ti.id, K) * N >= kPrefetchBytes ? 128 : 0;
+  cfg.l1Copies = mma && ti.id == kBf16;
+  cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
+                (cfg.l1Copies ? "_l1" : "");
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = warps * 32;
@@ -235,7 +244,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K);
+      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K, N);
       return cfg;
     }
   }
@@ -261,7 +270,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
   fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
-             warps, stages, kc, smem, *findType(type), K);
+             warps, stages, kc, smem, *findType(type), K, N);
   return cfg;
 }
 
@@ -328,6 +337,10 @@ std::string qlinearSource(const QLinearConfig &cfg) {
     s += "#define GLM_MV_USE_MMA " + std::to_string(cfg.mma ? 1 : 0) + "\n";
     if (cfg.mma)
       s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+    if (cfg.l2Prefetch)
+      s += "#define GLM_MV_PF " + std::to_string(cfg.l2Prefetch) + "\n";
+    if (cfg.l1Copies)
+      s += "#define GLM_MV_L1 1\n";
     if (cfg.rows16)
       s += "#define GLM_MV_ROWS16 1\n";
     else

@@ -36,6 +36,10 @@ struct QLinearConfig {
   // every row 16-byte aligned (GLM_MV_ROWS16, "_r16" in the variant), so the kernel copies
   // without per-row alignment. Such a kernel serves only K with that property.
   bool rows16 = false;
+  // mma decode copies: L2 prefetch size (0 or 128 bytes: GLM_MV_PF, "_pf128") and through L1
+  // (GLM_MV_L1, "_l1").
+  int l2Prefetch = 0;
+  bool l1Copies = false;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).

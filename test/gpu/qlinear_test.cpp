@@ -129,14 +129,17 @@ void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Fun
   }
 }
 
-// The 256-element-chunk, 2-stage variant of a decode config (every step restages x).
+// The 256-element-chunk, 2-stage variant of a decode config (every step restages x), its mma
+// copies with the L2 prefetch that large products take (the registry's own tests run without).
 QLinearConfig kc256(QLinearConfig cfg, int T) {
   cfg.kChunk = 256;
   if (cfg.mma)
     cfg.stages = 2;
+  cfg.l2Prefetch = cfg.mma ? 128 : 0;
   cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256);
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
-                (cfg.mma ? "_s2" : "") + (cfg.rows16 ? "_r16" : "");
+                (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
+                (cfg.l1Copies ? "_l1" : "");
   return cfg;
 }
 
