@@ -22,6 +22,7 @@
 // --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M).
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
 // launch geometry (or --splits), where a CTA's time goes.
+// --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // The sweep otherwise tries each power-of-two split count with every cluster size up to the
 // largest that divides it.
 #include "bench/bench_util.h"
@@ -59,6 +60,7 @@ struct Kernel {
 // --trace: the largest grid (CTAs) the traced build records, and the stamps per CTA
 // (sparse_mla_decode.cuh GLM_TRACE_SLOTS).
 constexpr int kTraceCtas = 1 << 16;
+std::string gDefines, gDefineTag; // --define lines before the kernel source, and their tag
 constexpr int kTraceSlots = 12;
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
@@ -78,7 +80,8 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
   KernelSource src;
   src.name = cfg->variant + "_" + tiles.name;
-  src.source = sparseMlaDecodeSource(*cfg);
+  src.source = gDefines + sparseMlaDecodeSource(*cfg);
+  src.name += gDefineTag;
   if (trace) {
     src.name += "_trace";
     src.source = "#define GLM_MLA_TRACE " + std::to_string(kTraceCtas) + "\n" + src.source;
@@ -407,12 +410,17 @@ int main(int argc, char **argv) {
       sm120Occupancy = true;
     else if (a == "--skip-checks") // profiling: the first launch is the first shape's check
       skipChecks = true;
+    else if (a == "--define" && i + 1 < argc) { // `#define NAME V` before the source
+      gDefines += glm5c::bench::defineLine(argv[++i]);
+      gDefineTag += std::string("+") + argv[i];
+    }
     else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
-                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8] [--trace]\n",
+                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8] [--trace] "
+                   "[--define NAME=V]\n",
                    argv[0]);
       return 2;
     }
