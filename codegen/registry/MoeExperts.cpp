@@ -182,11 +182,14 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
                         tiles.name, c.variant.c_str(), ll(c.dynamicSmem), tiles.name, ll(limit));
     (gu ? out.gateUp : out.down) = c;
   }
-  // The decode path: the quantized matrix-vector tiles of one token, per pair.
+  // The decode path: the quantized matrix-vector tiles of one token, per pair. A launch streams
+  // at least one token's pairs (topk experts; gate and up are two products each).
   for (MoeFfnPhase phase : {MoeFfnPhase::kGateUp, MoeFfnPhase::kDown}) {
     const bool gu = phase == MoeFfnPhase::kGateUp;
-    auto q = gu ? selectQLinear(tiles, gateType, hidden, ffn, 1, actF32)
-                : selectQLinear(tiles, downType, ffn, hidden, 1, actF32);
+    const int64_t launchBytes = gu ? topk * 2 * qlinearRowBytes(gateType, hidden) * ffn
+                                   : topk * qlinearRowBytes(downType, ffn) * hidden;
+    auto q = gu ? selectQLinear(tiles, gateType, hidden, ffn, 1, actF32, launchBytes)
+                : selectQLinear(tiles, downType, ffn, hidden, 1, actF32, launchBytes);
     if (!q.isOk())
       return q.status().withContext(gu ? "moe_expert_decode_gate_up" : "moe_expert_decode_down");
     q->kind = gu ? QLinearKind::kExpertGateUp : QLinearKind::kExpertDown;

@@ -82,13 +82,15 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps, int stages,
-                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N) {
+                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
+                int64_t launchBytes) {
   cfg.rows16 = mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
-  // product of at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token heads
-  // 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through L1
-  // (10% faster at every shape, where the quantized types' copies lost up to 30%).
-  cfg.l2Prefetch = mma && qlinearRowBytes(ti.id, K) * N >= kPrefetchBytes ? 128 : 0;
+  // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
+  // heads 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through
+  // L1 (10% faster at every shape, where the quantized types' copies lost up to 30%).
+  const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
+  cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
   cfg.l1Copies = mma && ti.id == kBf16;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
                 (cfg.l1Copies ? "_l1" : "");
@@ -134,7 +136,8 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
 }
 
 glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
-                                              int64_t N, int tokens, bool actF32) {
+                                              int64_t N, int tokens, bool actF32,
+                                              int64_t launchBytes) {
   const TypeInfo *ti = findType(type);
   const std::string act = actF32 ? "f32" : "bf16";
   if (!ti)
@@ -244,7 +247,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K, N);
+      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K, N, launchBytes);
       return cfg;
     }
   }
@@ -270,7 +273,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
   fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
-             warps, stages, kc, smem, *findType(type), K, N);
+             warps, stages, kc, smem, *findType(type), K, N, 0);
   return cfg;
 }
 

@@ -54,9 +54,12 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K);
 
 // Picks the kernel for y[T, N] = x[T, K] W^T, W of ggml type `type` with dims {K, N}: decode
 // (tokens 1..8, compiled for exactly that many) or prefill (tokens >= 9, T at run time). On
-// failure the status lists each candidate and why it was rejected.
+// failure the status lists each candidate and why it was rejected. launchBytes: the weight bytes
+// one launch streams when it runs several such products (the MoE experts' pairs); 0: one
+// product's (it decides the copies' L2 prefetch).
 glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
-                                              int64_t N, int tokens, bool actF32 = false);
+                                              int64_t N, int tokens, bool actF32 = false,
+                                              int64_t launchBytes = 0);
 
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
