@@ -56,14 +56,15 @@ INPUTS = {
     # --- H200 measurements: bench/RESULTS.md ---
     "h200_copy_bw": 4.23e12,          # B/s, measured device copy (PERF.md, RESULTS.md)
     # Quantized matvec, fraction of 4.23 TB/s on the quantized bytes (RESULTS.md "qlinear decode:
-    # x staged in 16-byte units; 16-byte-aligned rows", final table, sm_120a tiles): head
-    # 6144->154880 and o_proj 16384->6144, each at T=1 and T=8. F16 and F32 (the fp32 path, unchanged) from the
-    # earlier entries; their o_proj T=8 assumes the head's ratio.
+    # the L2 is the limit; 128-byte L2 prefetch", final table, sm_120a tiles): head 6144->154880
+    # and o_proj 16384->6144, each at T=1 and T=8. BF16's head reads faster than the copy
+    # bandwidth (a copy also writes). F16 and F32 (the fp32 path, unchanged) from the earlier
+    # entries; their o_proj T=8 assumes the head's ratio.
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
-        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (0.835, 0.682, 0.635, 0.479),
-        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.856, 0.753, 0.608, 0.537),
-        "Q4_K": (0.786, 0.547, 0.528, 0.293), "Q5_K": (0.778, 0.585, 0.540, 0.396),
-        "Q4_0": (0.754, 0.552, 0.528, 0.378), "Q6_K": (0.801, 0.590, 0.580, 0.422),
+        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (1.025, 0.700, 0.719, 0.496),
+        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.892, 0.762, 0.621, 0.533),
+        "Q4_K": (0.847, 0.558, 0.553, 0.303), "Q5_K": (0.850, 0.576, 0.561, 0.392),
+        "Q4_0": (0.763, 0.554, 0.531, 0.379), "Q6_K": (0.807, 0.598, 0.573, 0.429),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
