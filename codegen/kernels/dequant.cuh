@@ -671,12 +671,23 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
     const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
     float D[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
+    // With 16-byte-aligned rows (GLM_MV_ROWS16) a step starts 16-byte aligned in its slot, so
+    // an odd block's quant words are 4-byte aligned (blocks of 34 and 18 bytes): one load
+    // instead of two halves and a permute.
+#if defined(GLM_MV_ROWS16) && GLM_MV_ROWS16
+    const bool a4 = jb & 1;
+#else
+    constexpr bool a4 = false;
+#endif
+    auto ldw = [a4](const glm_u8 *p) {
+      return a4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
+    };
 #if GLM_WTYPE == GLM_T_Q8_0
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
       // Thread t: qs[16 ks + 4t .. +3], exact int8 -> fp32 -> bf16 (|q| <= 128 fits 8 bits).
-      const uint32_t wa = glm_lds_u32_a2(ba + 2 + 16 * ks + 4 * t);
-      const uint32_t wb = glm_lds_u32_a2(bb + 2 + 16 * ks + 4 * t);
+      const uint32_t wa = ldw(ba + 2 + 16 * ks + 4 * t);
+      const uint32_t wb = ldw(bb + 2 + 16 * ks + 4 * t);
       uint32_t a[4];
       a[0] = glm_pack_bf16x2(glm_sbyte_f32(wa, 0), glm_sbyte_f32(wa, 2));
       a[1] = glm_pack_bf16x2(glm_sbyte_f32(wb, 0), glm_sbyte_f32(wb, 2));
@@ -693,7 +704,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
 #else
     // Thread t: qs[4t .. 4t+3]; low nibbles are elements 4t.. (k step 0), high ones 16 + 4t..
-    const uint32_t wa = glm_lds_u32_a2(ba + 2 + 4 * t), wb = glm_lds_u32_a2(bb + 2 + 4 * t);
+    const uint32_t wa = ldw(ba + 2 + 4 * t), wb = ldw(bb + 2 + 4 * t);
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
       const uint2 pa = glm_nib_pair(wa, ks), pb = glm_nib_pair(wb, ks);

@@ -266,7 +266,6 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   const int g = lane / 4, t = lane % 4;
   const int wrow0 = row0 + warp * 16;
   const int nsteps = k_end > k_begin ? (k_end - k_begin + GLM_MV_STEP - 1) / GLM_MV_STEP : 0;
-  const unsigned long long total = static_cast<unsigned long long>(N) * row_bytes;
 #if GLM_XSUM_GRAN
   for (int i = tid; i < GLM_KC / GLM_XSUM_GRAN * 8; i += GLM_THREADS)
     if (i % 8 >= GLM_TOKENS)
@@ -327,6 +326,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #else
   // Any row alignment (and BF16, whose last step of K may be partial): per chunk, its row's
   // offset and the step's.
+#if !GLM_MV_ALIGNED16
+  const unsigned long long total = static_cast<unsigned long long>(N) * row_bytes; // tensor end
+#endif
   unsigned long long cp_row[kCopyIters];
   int cp_dst[kCopyIters], cp_ch[kCopyIters];
 #pragma unroll
