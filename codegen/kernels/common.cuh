@@ -146,22 +146,19 @@ __device__ __forceinline__ void glm_tile_mma_64x128(const glm_bf16 *xt, const gl
   }
 }
 
-// kL1: through L1 (.ca), so the other 16 bytes of a 32-byte sector that a later copy of this
-// SM reads come from L1 instead of a second L2 request. kPf: L2 prefetch size (0, 64, 128, 256).
+// kL1: through L1 (.ca) instead of L2 only (.cg); kPf: L2 prefetch size, 0 or 128 bytes
+// (.L2::128B: L2 fetches the whole 128-byte line a copy falls in).
 template <bool kL1 = false, int kPf = 0>
 __device__ __forceinline__ void glm_cp_async_16(uint32_t dst, const void *src, int src_bytes) {
+  static_assert(kPf == 0 || kPf == 128, "L2 prefetch of 0 or 128 bytes");
 #define GLM_CP16(OP, PF)                                                                           \
   asm volatile("cp.async." OP ".shared.global" PF " [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),    \
                "r"(src_bytes))
-  if (kL1 && kPf == 256)
-    GLM_CP16("ca", ".L2::256B");
-  else if (kL1 && kPf == 128)
+  if (kL1 && kPf)
     GLM_CP16("ca", ".L2::128B");
   else if (kL1)
     GLM_CP16("ca", "");
-  else if (kPf == 256)
-    GLM_CP16("cg", ".L2::256B");
-  else if (kPf == 128)
+  else if (kPf)
     GLM_CP16("cg", ".L2::128B");
   else
     GLM_CP16("cg", "");
