@@ -88,7 +88,7 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
   // heads 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through
-  // L1 (10% faster at every shape, where the quantized types' copies lost up to 30%).
+  // L1 (10% faster at every shape, where the quantized types' copies lost 25-35%).
   const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
   cfg.l1Copies = mma && ti.id == kBf16;

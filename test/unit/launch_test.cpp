@@ -74,6 +74,15 @@ TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
   EXPECT_EQ(head.gridX, 4840u);
   EXPECT_EQ(head.splits, 1);
   EXPECT_EQ(head.workspaceBytes, 0);
+  // A forced split (benchmarks): 3 of the head's 24 steps, 8 each, with the partials' workspace;
+  // more than the K steps clamp to one per step.
+  QLinearGrid head3 = qlinearGrid(p, 188, 1, 154880, 6144, 3);
+  EXPECT_EQ(head3.splits, 3);
+  EXPECT_EQ(head3.gridY, 3u);
+  EXPECT_EQ(head3.kPerSplit, 8 * kQLinearKStep);
+  EXPECT_EQ(head3.workspaceBytes, 3 * 1 * 154880 * 4);
+  EXPECT_EQ(head3.counters, 4840);
+  EXPECT_EQ(qlinearGrid(p, 188, 1, 154880, 6144, 100).splits, 24);
   // o_proj (16384 -> 6144) with 128-thread CTAs of 64 rows on the H200: 96 row tiles; enough
   // splits for 4 CTAs per SM (528 / 96 -> 6 of 11 steps each, the last 9 of 64 steps).
   QLinearParams p4 = p;
