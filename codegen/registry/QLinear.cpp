@@ -59,6 +59,7 @@ constexpr int kFmaWarps = 8; // fp32 decode CTA: 8 warps x fmaRowsPerWarp rows
 int fmaRowsPerWarp(int tokens) { return tokens > 4 ? 2 : 4; }
 constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_80+
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
+
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
 constexpr uint32_t kBf16 = 30;                        // ggml type id of BF16
 
@@ -340,10 +341,11 @@ std::string qlinearSource(const QLinearConfig &cfg) {
     s += "#define GLM_MV_USE_MMA " + std::to_string(cfg.mma ? 1 : 0) + "\n";
     if (cfg.mma)
       s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+    // The copies' memory path, overridable by a definition before the source (benchmarks' A/B).
     if (cfg.l2Prefetch)
-      s += "#define GLM_MV_PF " + std::to_string(cfg.l2Prefetch) + "\n";
+      s += "#ifndef GLM_MV_PF\n#define GLM_MV_PF " + std::to_string(cfg.l2Prefetch) + "\n#endif\n";
     if (cfg.l1Copies)
-      s += "#define GLM_MV_L1 1\n";
+      s += "#ifndef GLM_MV_L1\n#define GLM_MV_L1 1\n#endif\n";
     if (cfg.rows16)
       s += "#define GLM_MV_ROWS16 1\n";
     else
