@@ -392,8 +392,8 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     const int e = (i % GLM_SPC) * GLM_MV_STEP; // the step's offset in the x chunk
     if (e == 0) {
       __syncthreads(); // every warp is done with the previous chunk
-#if GLM_MV_XF16
       const int kc = min(GLM_KC, k_end - k);
+#if GLM_MV_XF16
       const float xmax = glm_stage_x(x, xs, xsum, K, k, kc);
       if (__syncthreads_or(xmax > 65504.f)) {
         // Some |x| is past fp16's range (rare): stage the chunk again as x * 2^-s, its
@@ -412,7 +412,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
         rescale(1.f);
       }
 #else
-      glm_stage_x(x, xs, xsum, K, k, min(GLM_KC, k_end - k));
+      glm_stage_x(x, xs, xsum, K, k, kc);
       __syncthreads();
 #endif
     }
