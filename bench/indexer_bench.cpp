@@ -4,9 +4,12 @@
 // 4.23 TB/s, after a correctness check against runtime/host on the first set.
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
-//                            [--topk plan|row|multi] [--stages N] [--define NAME[=V]]
+//                            [--topk plan|row|multi] [--stages N] [--define NAME[=V]] [--pdl]
+//                            [--parts]
 // --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
-// (repeatable) puts `#define NAME V` before the kernel sources (experiments).
+// (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
+// kernel after the first of a timed sequence overlapped with the one before (programmatic
+// dependent launch); --parts also times the multi-CTA top-k's two launches alone.
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"
@@ -45,6 +48,7 @@ struct Kernels {
 };
 
 std::string gDefines; // --define lines, before every kernel source
+bool gPdl = false;     // --pdl: each kernel after the first of a sequence launched overlapped
 
 cu::Module compile(cu::Driver &drv, const NvrtcCompiler &nvrtc, const std::string &name,
                    const std::string &source, const std::string &arch) {
@@ -176,22 +180,42 @@ void launchScore(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
                       static_cast<unsigned>(k.sc.dynamicSmem), s, args, "indexer_score"));
 }
 
-void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
+// A launch, overlapped with the kernel before it when --pdl asks and `overlap` (not the first of
+// the timed sequence).
+Status launchK(cu::Driver &drv, cu::Function f, unsigned gx, unsigned gy, unsigned threads,
+               unsigned smem, cu::Stream s, void **args, const char *what, bool overlap) {
+  if (gPdl && overlap)
+    return drv.launchOverlapped(f, gx, gy, 1, threads, 1, smem, s, args, what);
+  return drv.launch(f, gx, gy, 1, threads, 1, 1, smem, s, args, what);
+}
+
+void launchHist0(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap) {
+  int ld = p.L, nCols = p.L, kk = kTopK, segs = p.plan.segments, segLen = p.plan.segmentLen;
+  void *hargs[] = {&p.dscores, &ld, &nCols, &p.dpos, &kk, &p.dws, &segLen};
+  CHECK_OK(launchK(drv, k.hist0, segs, p.B, k.tk.threads, 0, s, hargs, "topk_seg_hist0", overlap));
+}
+
+// The top-k; `overlap`: after another kernel in the timed sequence. parts (multi-CTA plans): 0
+// both launches, 1 hist0 alone, 2 collect alone (after a hist0 of the same set has run).
+void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap,
+                int parts = 0) {
   int ld = p.L, nCols = p.L, kk = kTopK, btStride = p.pagesPerSeq, rps = 1;
   if (!p.plan.multi()) {
     void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
                     &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
-    CHECK_OK(drv.launch(k.row, p.B, 1, 1, k.tk.threads, 1, 1,
-                        static_cast<unsigned>(k.tk.dynamicSmem), s, args, "topk_row"));
+    CHECK_OK(launchK(drv, k.row, p.B, 1, k.tk.threads, static_cast<unsigned>(k.tk.dynamicSmem), s,
+                     args, "topk_row", overlap));
     return;
   }
+  if (parts != 2)
+    launchHist0(drv, k, p, s, overlap);
+  if (parts == 1)
+    return;
   int segs = p.plan.segments, segLen = p.plan.segmentLen;
-  void *hargs[] = {&p.dscores, &ld, &nCols, &p.dpos, &kk, &p.dws, &segLen};
-  CHECK_OK(drv.launch(k.hist0, segs, p.B, 1, k.tk.threads, 1, 1, 0, s, hargs, "topk_seg_hist0"));
   void *cargs[] = {&p.dscores, &ld,     &nCols,    &p.dpos,   &kk,       &p.dws,
                    &segLen,    &p.didx, &p.dslots, &p.dtable, &btStride, &rps};
-  CHECK_OK(drv.launch(k.collect, segs, p.B, 1, k.tk.threads, 1, 1,
-                      static_cast<unsigned>(k.tk.collectSmem), s, cargs, "topk_seg_collect"));
+  CHECK_OK(launchK(drv, k.collect, segs, p.B, k.tk.threads, static_cast<unsigned>(k.tk.collectSmem),
+                   s, cargs, "topk_seg_collect", overlap || parts != 2));
 }
 
 // Relative error of request 0's scores vs runtime/host, and top-k mismatches (every request) vs
@@ -199,14 +223,26 @@ void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
 struct CheckResult {
   double scoreErr = 0;
   long long topkMismatch = 0, slotMismatch = 0;
+  long long maxCand = 0; // largest count of a row's first-pass bin b0 (the top-k's candidates)
 };
+
+// Order-preserving key of a score, as topk.cuh's glm_tk_key.
+uint32_t hostKey(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    u = 0xff800000u;
+  if (u == 0x80000000u)
+    u = 0u;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
 
 CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
                   const std::vector<uint16_t> &pattern, cu::Stream s) {
   CHECK_OK(drv.memsetD8(p.dscores, 0xff, size_t(p.B) * p.L * 4));
   CHECK_OK(drv.memsetD8(p.didx, 0xff, size_t(p.B) * kTopK * 4));
   launchScore(drv, k, p, s);
-  launchTopK(drv, k, p, s);
+  launchTopK(drv, k, p, s, true);
   CHECK_OK(drv.synchronize(s));
   std::vector<float> scores(size_t(p.B) * p.L);
   std::vector<int32_t> idx(size_t(p.B) * kTopK), slots(idx.size());
@@ -231,6 +267,20 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
     r2 += h * h;
   }
   r.scoreErr = std::sqrt(e2 / r2);
+  for (int b = 0; b < p.B; ++b) { // the multi-CTA top-k's candidates: row b's bin b0
+    std::vector<long long> hist(2048, 0);
+    const int n = std::min(p.pos[b] + 1, p.L);
+    for (int sPos = 0; sPos < n; ++sPos)
+      ++hist[hostKey(scores[size_t(b) * p.L + sPos]) >> 21];
+    long long above = 0;
+    for (int bin = 2047; bin >= 0 && n > kTopK; --bin) {
+      if (above + hist[bin] >= kTopK) {
+        r.maxCand = std::max(r.maxCand, hist[bin]);
+        break;
+      }
+      above += hist[bin];
+    }
+  }
   std::vector<int32_t> host(idx.size());
   glm5rt::host::topK(scores.data(), p.B, p.L, p.pos.data(), kTopK, host.data());
   for (size_t i = 0; i < idx.size(); ++i)
@@ -254,7 +304,7 @@ double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, i
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false;
+  bool checkOnly = false, parts = false;
   int reps = 30;
   std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
@@ -263,6 +313,10 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--check-only")
       checkOnly = true;
+    else if (a == "--pdl")
+      gPdl = true;
+    else if (a == "--parts")
+      parts = true;
     else if (a == "--topk" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
               std::string(argv[i + 1]) == "multi"))
@@ -285,7 +339,7 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi] "
-          "[--stages N] [--define NAME[=V]]\n",
+          "[--stages N] [--define NAME[=V]] [--pdl] [--parts]\n",
           argv[0]);
       return 2;
     }
@@ -334,18 +388,28 @@ int main(int argc, char **argv) {
         bool ok = cr.scoreErr <= 1e-2 && cr.topkMismatch == 0 && cr.slotMismatch == 0;
         failed |= !ok;
         std::printf("  check %-8s B=%-2d L=%-6d score rel err %.2e, top-k mismatches %lld, slot "
-                    "mismatches %lld  %s\n",
-                    tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch,
+                    "mismatches %lld, first-bin candidates <= %lld  %s\n",
+                    tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch, cr.maxCand,
                     ok ? "ok" : "FAILED");
         if (!checkOnly) {
           double tScore =
               timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchScore(drv, k, p, stream); });
-          double tTopK =
-              timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchTopK(drv, k, p, stream); });
+          double tTopK = timeGraph(drv, stream, ps, reps,
+                                   [&](Problem &p) { launchTopK(drv, k, p, stream, false); });
           double tBoth = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
             launchScore(drv, k, p, stream);
-            launchTopK(drv, k, p, stream);
+            launchTopK(drv, k, p, stream, true);
           });
+          if (parts && ps[0].plan.multi()) {
+            double tH = timeGraph(drv, stream, ps, reps,
+                                  [&](Problem &p) { launchTopK(drv, k, p, stream, false, 1); });
+            for (Problem &p : ps) // every set's workspace holds its b0 for collect alone
+              launchHist0(drv, k, p, stream, false);
+            double tC = timeGraph(drv, stream, ps, reps,
+                                  [&](Problem &p) { launchTopK(drv, k, p, stream, false, 2); });
+            std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(),
+                        B, L, tH, tC);
+          }
           double floorUs = keyBytes / (kPeakGBs * 1e3);
           std::string mode = ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
                                                 : std::string("row");

@@ -15,9 +15,13 @@ IndexerScoreGrid indexerScoreGrid(const IndexerScoreParams &p, int smCount, int6
   g.threads = static_cast<unsigned>(p.threads);
   g.smem = static_cast<unsigned>(p.dynamicSmem);
   const int64_t tilesPerRow = std::max<int64_t>(1, ceilDiv(cols, p.tileN));
-  const int64_t slots = int64_t(smCount) * p.ctasPerSm;
-  const int64_t chunkTiles = std::clamp<int64_t>(
-      ceilDiv(std::max<int64_t>(rows, 1) * tilesPerRow, slots), 1, tilesPerRow);
+  const int64_t slots = std::max<int64_t>(1, int64_t(smCount) * p.ctasPerSm);
+  // One wave: every row gets the same whole number of chunks, floor(slots / rows) (one when the
+  // rows outnumber the slots). Spreading rows * tilesPerRow evenly instead left a short extra
+  // chunk per row past the wave (32 rows x 32K positions: 9 chunks of 63 tiles, 288 CTAs for
+  // 264 slots).
+  const int64_t chunksPerRow = std::max<int64_t>(1, slots / std::max<int64_t>(rows, 1));
+  const int64_t chunkTiles = ceilDiv(tilesPerRow, chunksPerRow);
   g.chunk = static_cast<int>(chunkTiles * p.tileN);
   g.gridX = static_cast<unsigned>(std::max<int64_t>(1, ceilDiv(cols, g.chunk)));
   g.gridY = static_cast<unsigned>(std::max<int64_t>(rows, 1));

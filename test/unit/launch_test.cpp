@@ -291,6 +291,17 @@ TEST(Launch, IndexerScoreChunksCoverOneWave) {
   EXPECT_EQ(g.chunk, 1024);
   EXPECT_EQ(g.gridX, 8u);
   EXPECT_EQ(g.gridY, 64u);
+  // 33 rows x 32768 positions: floor(528 / 33) = 16 chunks of 32 tiles per row, 528 CTAs (an
+  // even spread, ceil(33 x 512 / 528) = 32 tiles, would be the same here) ...
+  g = indexerScoreGrid(p, 132, 33, 32768);
+  EXPECT_EQ(g.chunk, 2048);
+  EXPECT_EQ(g.gridX, 16u);
+  // ... and 34 rows: 15 chunks of 35 tiles per row, 510 CTAs, one wave (an even spread, 33
+  // tiles, would make 16 chunks per row: 544 CTAs, past the 528 slots).
+  g = indexerScoreGrid(p, 132, 34, 32768);
+  EXPECT_EQ(g.chunk, 35 * 64);
+  EXPECT_EQ(g.gridX, 15u);
+  EXPECT_LE(g.gridX * g.gridY, 528u);
   // An empty cache still launches one CTA per row.
   g = indexerScoreGrid(p, 132, 1, 0);
   EXPECT_EQ(g.gridX, 1u);
