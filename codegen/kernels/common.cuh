@@ -185,6 +185,25 @@ template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
+// Programmatic dependent launch (sm_90 and sm_120; Driver::launchOverlapped). Every kernel's
+// first statement. A kernel launched overlapped may be scheduled as soon as its predecessor on
+// the stream has triggered, which it does when its last CTA exits (before the grid's completion
+// is processed); `griddepcontrol.wait` holds it until that kernel has completed and its writes
+// are visible (at once without the launch attribute), so nothing before the wait may touch
+// global memory. GLM_PDL_TRIGGER 1 also issues `launch_dependents` after the wait, so the
+// successor is scheduled once every CTA of this grid has started: measured on the H200
+// (bench/RESULTS.md, "overlapped launches"), it made a 4-CTA-per-SM indexer score followed by
+// topk_row 12 us slower and the width slice's decode ~4% slower, so it is off.
+#ifndef GLM_PDL_TRIGGER
+#define GLM_PDL_TRIGGER 0
+#endif
+__device__ __forceinline__ void glm_grid_chain() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#if GLM_PDL_TRIGGER
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Thread-block clusters (sm_90 and sm_120). A launch without a cluster attribute is a cluster
 // of one CTA: rank 0 of 1, and its own shared memory is the only one mapped.
 __device__ __forceinline__ unsigned glm_cluster_rank() {

@@ -63,6 +63,7 @@ extern "C" __global__ void __launch_bounds__(GLM_HL_THREADS, GLM_HL_MIN_BLOCKS)
                 const glm_act *__restrict__ x, // [T, H, a], or [T, a] with GLM_SHARED_INPUT
                 glm_act *__restrict__ y,       // [T, H, b]
                 int T, int b, int H) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   float *xs = reinterpret_cast<float *>(smem); // [GLM_HL_TC][GLM_HL_XROW]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -155,6 +156,7 @@ extern "C" __global__ void __launch_bounds__(GLM_SL_THREADS)
     slice_copy(const glm_act *__restrict__ x, // [rows, width_in]
                glm_act *__restrict__ y,       // [rows, width_out]
                long long rows, int width_in, int width_out, int offset) {
+  glm_grid_chain();
   constexpr int kV = 16 / sizeof(glm_act); // values per 16-byte vector
   const long long stride = static_cast<long long>(gridDim.x) * GLM_SL_THREADS;
   const long long first = static_cast<long long>(blockIdx.x) * GLM_SL_THREADS + threadIdx.x;

@@ -57,6 +57,7 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
                   const int32_t *__restrict__ positions, // [T]
                   float *__restrict__ scores,            // [T, ld]
                   int ld, int n_cols, int num_slots, int chunk_len, float scale) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *skeys = smem + GLM_IDX_SMEM_KEYS;
 

@@ -29,6 +29,7 @@ extern "C" __global__ void __launch_bounds__(128)
              float *__restrict__ weights,      // [T, k]
              int32_t *__restrict__ ids,        // [T, k]
              int tokens, float scale) {
+  glm_grid_chain();
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (warp >= tokens)
     return;
@@ -98,6 +99,7 @@ extern "C" __global__ void __launch_bounds__(256)
               , int first_expert
 #endif
               ) {
+  glm_grid_chain();
   __shared__ int32_t count[GLM_EXPERTS];
   __shared__ int32_t start[GLM_EXPERTS + 1];
   for (int e = threadIdx.x; e < GLM_EXPERTS; e += blockDim.x)
@@ -141,6 +143,7 @@ extern "C" __global__ void __launch_bounds__(256)
                 , const int32_t *__restrict__ ids, int first_expert // [T, k]: other ranks' slots
 #endif                                                              // have no expert_out row
                 ) {
+  glm_grid_chain();
   const int t = blockIdx.x;
   for (int c = threadIdx.x; c < GLM_HIDDEN; c += blockDim.x) {
     float acc = 0.f;

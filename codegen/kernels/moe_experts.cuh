@@ -161,6 +161,7 @@ extern "C" __global__ void __launch_bounds__(GLM_RT_THREADS)
                float *__restrict__ weights,     // [T, k]
                int32_t *__restrict__ ids,       // [T, k]
                float scale) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   float *xs = reinterpret_cast<float *>(smem);
   float *lg = xs + GLM_HIDDEN;
@@ -545,6 +546,7 @@ extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
                        const int32_t *__restrict__ offsets, // [E + 1]
                        const int32_t *__restrict__ pair_of, // [T * k]
                        glm_act *__restrict__ h) {           // [T * k, F], by position
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   int e, q0, q1;
   if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))
@@ -558,6 +560,7 @@ extern "C" __global__ void __launch_bounds__(GLM_MX_THREADS, 2)
                     const int32_t *__restrict__ offsets, // [E + 1]
                     const int32_t *__restrict__ pair_of, // [T * k]
                     float *__restrict__ out) {           // [T * k, H], by pair
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   int e, q0, q1;
   if (!glm_mx_tile(offsets, blockIdx.y, e, q0, q1))

@@ -521,6 +521,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
                    float *__restrict__ ws,          // [splits, GLM_TOKENS, N] when splits > 1
                    unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
                    int N, int K, int k_per_split) { // k_per_split: a multiple of 256
+  glm_grid_chain();
   const int split = blockIdx.y, splits = gridDim.y;
   const int k_begin = split * k_per_split;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
@@ -551,6 +552,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
                               const int32_t *__restrict__ ids,   // [T * topk]
                               glm_act *__restrict__ h,           // [T * topk, F]
                               int first, int experts, int topk, int F, int H) {
+  glm_grid_chain();
   const int p = blockIdx.y, e = ids[p] - first;
   if (e < 0 || e >= experts)
     return;
@@ -573,6 +575,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
                            const int32_t *__restrict__ ids,   // [T * topk]
                            float *__restrict__ out,           // [T * topk, H]
                            int first, int experts, int F, int H) {
+  glm_grid_chain();
   const int p = blockIdx.y, e = ids[p] - first;
   if (e < 0 || e >= experts)
     return;
@@ -601,6 +604,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
     qlinear_prefill(const glm_u8 *__restrict__ w, const glm_act *__restrict__ x,
                     glm_act *__restrict__ y, int T, int N, int K) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   glm_bf16 *xt = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XT);
   glm_bf16 *wt = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_WT);
@@ -678,6 +682,7 @@ static_assert(GLM_BM == GLM_BN, "one padded row length for both tiles");
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
     qlinear_prefill(const glm_u8 *__restrict__ w, const glm_act *__restrict__ x,
                     glm_act *__restrict__ y, int T, int N, int K) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   float *xt = reinterpret_cast<float *>(smem + GLM_SMEM_XT); // [k][token]
   float *wt = reinterpret_cast<float *>(smem + GLM_SMEM_WT); // [k][row]
@@ -747,6 +752,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, 4)
                   glm_act *__restrict__ out,          // [T, H]
                   int *__restrict__ err,              // max(bad position + 1), 0 if none
                   int V, int H) {
+  glm_grid_chain();
   const int pos = blockIdx.x;
   const int tok = tokens[pos];
   const bool bad = tok < 0 || tok >= V;

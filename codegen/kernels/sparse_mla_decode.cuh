@@ -200,6 +200,7 @@ __device__ __forceinline__ unsigned long long glm_globaltimer() {
   return t;
 }
 extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ctas) {
+  glm_grid_chain();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ctas * GLM_TRACE_SLOTS;
        i += gridDim.x * blockDim.x)
     out[i] = glm_mla_trace[i / GLM_TRACE_SLOTS][i % GLM_TRACE_SLOTS];
@@ -245,6 +246,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                       unsigned *__restrict__ counters,     // [B, head groups], 0 between launches
                       int num_heads, int num_slots, int splits, int tokens_per_split,
                       float scale_log2) {                  // softmax scale * log2(e)
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   glm_bf16 *sq = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_Q);
   glm_bf16 *skv = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_KV);

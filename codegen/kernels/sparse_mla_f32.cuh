@@ -31,6 +31,7 @@ extern "C" __global__ void __launch_bounds__(GLM_F32_THREADS)
                    float *__restrict__ out,              // [T, H, GLM_D_LATENT]
                    float *__restrict__ lse,              // [T, H]
                    int num_heads, int num_slots, float scale) {
+  glm_grid_chain();
   __shared__ float score[GLM_TOPK];
   __shared__ int32_t slot[GLM_TOPK];
   __shared__ float qs[GLM_F32_D];

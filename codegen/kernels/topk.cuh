@@ -399,6 +399,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
              const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
              int32_t *__restrict__ slots, const int32_t *__restrict__ block_table, int bt_stride,
              int rows_per_seq) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   uint32_t *hist = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_HIST);
   uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_SCRATCH);
@@ -541,6 +542,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     topk_seg_hist0(const float *__restrict__ scores, int ld, int n_cols,
                    const int32_t *__restrict__ positions, int k, uint32_t *__restrict__ ws,
                    int seg_len) {
+  glm_grid_chain();
   __shared__ uint32_t hist[GLM_TK_BINS];
   __shared__ uint32_t scratch[GLM_TK_SCRATCH];
   uint32_t *misc = scratch + GLM_TK_MISC;
@@ -604,6 +606,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
                      const int32_t *__restrict__ positions, int k, uint32_t *__restrict__ ws,
                      int seg_len, int32_t *__restrict__ indices, int32_t *__restrict__ slots,
                      const int32_t *__restrict__ block_table, int bt_stride, int rows_per_seq) {
+  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   uint32_t *hist = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_HIST);
   uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_SMEM_SCRATCH);

@@ -106,6 +106,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
     return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
   std::unique_ptr<Backend> b(new Backend(p));
   b->useGraphs_ = o.graphs;
+  b->overlap_ = o.overlap;
   b->comm_ = p.ranks() > 1 ? o.comm : nullptr;
   b->rank_ = b->comm_ ? b->comm_->rank() : 0;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
@@ -378,6 +379,10 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
                 unsigned smem, std::vector<void *> args) -> Status {
     if (dry || gx == 0 || gy == 0 || gz == 0)
       return Status::ok();
+    // Every plan kernel begins with glm_grid_chain (plan format 2), so it may overlap.
+    if (overlap_)
+      return drv_->launchOverlapped(f.f, gx, gy, gz, threads, 1, smem, stream_, args.data(),
+                                    f.k->variant()->str());
     return drv_->launch(f.f, gx, gy, gz, threads, 1, 1, smem, stream_, args.data(),
                         f.k->variant()->str());
   };
@@ -385,6 +390,9 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
                          unsigned smem, std::vector<void *> args) -> Status {
     if (dry || gx == 0 || gy == 0)
       return Status::ok();
+    if (overlap_)
+      return drv_->launchOverlapped(f.f, gx, gy, 1, threads, clusterX, smem, stream_,
+                                    args.data(), f.k->variant()->str());
     return drv_->launchClustered(f.f, gx, gy, 1, threads, clusterX, smem, stream_, args.data(),
                                  f.k->variant()->str());
   };

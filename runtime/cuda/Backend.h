@@ -41,6 +41,10 @@ struct BackendOptions {
   int64_t chunk = 512;       // most tokens of one prefill call
   bool progress = true;      // weight upload progress on stderr
   bool graphs = true;        // replay one-token steps as a CUDA graph
+  // Launch each kernel overlapped with the one before it (programmatic dependent launch: its
+  // CTAs are scheduled while the predecessor drains and wait in glm_grid_chain); false: each
+  // launch starts after the one before it has ended.
+  bool overlap = true;
   // A sharded plan (several ranks): this process's rank and its NCCL communicator (the plan's
   // AllReduce steps); the backend loads only the rank's weights and runs its entry points.
   const Nccl::Comm *comm = nullptr;
@@ -134,6 +138,7 @@ private:
   DevicePtr kv_ = 0, index_ = 0, blockTable_ = 0;
 
   bool useGraphs_ = true;
+  bool overlap_ = true; // BackendOptions::overlap
   // Profiling (enableProfile): an event before every step of a call and one after the last;
   // the times are summed per (entry, "op kind kernel variant") after the call's synchronize.
   struct ProfileRow {

@@ -50,6 +50,7 @@ struct LaunchConfig {
   unsigned numAttrs;
 };
 constexpr int kLaunchAttrClusterDimension = 4;
+constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
 
 // The launch attribute of a 1-D cluster of `clusterX` CTAs.
 static LaunchAttribute clusterAttribute(unsigned clusterX) {
@@ -273,6 +274,24 @@ Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz
                       what.c_str(), info_.major, info_.minor);
   LaunchAttribute attr = clusterAttribute(clusterX);
   LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, &attr, 1};
+  return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
+}
+Status Driver::launchOverlapped(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned clusterX, unsigned smem, Stream s, void **params,
+                                const std::string &what) {
+  if (info_.major < 9)
+    return launchClustered(f, gx, gy, gz, bx, clusterX, smem, s, params, what);
+  if (clusterX > 1 && gx % clusterX != 0)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: grid x %u is not a multiple of the cluster size %u", what.c_str(), gx,
+                      clusterX);
+  LaunchAttribute attrs[2] = {};
+  attrs[0].id = kLaunchAttrProgrammaticStreamSerialization;
+  attrs[0].value.bytes[0] = 1; // programmaticStreamSerializationAllowed (an int, little-endian)
+  unsigned n = 1;
+  if (clusterX > 1)
+    attrs[n++] = clusterAttribute(clusterX);
+  LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, attrs, n};
   return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
 }
 Status Driver::occupancy(Function f, int threads, size_t smem, int *ctasPerSm) {

@@ -62,6 +62,13 @@ public:
   Status launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned clusterX, unsigned smem, Stream s, void **params,
                          const std::string &what);
+  // launchClustered, but the launch may begin while the kernel before it on `s` still runs
+  // (programmatic dependent launch; compute capability 9.0 or newer, else a plain launch). f
+  // must wait for its predecessor (common.cuh glm_grid_chain) before it touches any memory
+  // that kernel writes or reads; the predecessor's completion and memory are then visible.
+  Status launchOverlapped(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned clusterX, unsigned smem, Stream s, void **params,
+                          const std::string &what);
   // CTAs of f (with `threads` threads and `smem` bytes of dynamic shared memory) one SM holds at
   // once: its registers and shared memory against the device's.
   Status occupancy(Function f, int threads, size_t smem, int *ctasPerSm);

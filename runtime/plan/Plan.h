@@ -15,7 +15,8 @@
 namespace glm5rt::plan {
 
 // Bumped whenever plan.fbs changes incompatibly; a plan of another version is refused.
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: every kernel begins with glm_grid_chain (the cuda backend launches them overlapped).
+inline constexpr uint32_t kFormatVersion = 2;
 
 class LoadedPlan {
 public:

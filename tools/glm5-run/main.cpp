@@ -49,7 +49,8 @@ const char *kUsage =
     "  outputs of the step before, and reports the steps whose outputs differ by more than TOL\n"
     "  (relative; default 3e-2 for bf16 plans, 1e-3 for f32); --check-free: both run freely\n"
     "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512);\n"
-    "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step).\n"
+    "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step) and\n"
+    "  launches each kernel overlapped with the one before it (--no-overlap: one after another).\n"
     "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
     "  of prefill and decode on stderr, largest first.\n";
 
@@ -106,6 +107,7 @@ struct DeviceChoice {
   bool check = false;
   bool isolate = true;  // --check: each step on the reference's inputs; --check-free: not
   bool graphs = true;   // --no-graph: decode steps launched one by one
+  bool overlap = true;  // --no-overlap: no programmatic dependent launch
   double tolerance = 0; // 0 = from the plan's activation dtype
 };
 
@@ -130,6 +132,7 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     o.contextTokens = ctx;
     o.chunk = chunk;
     o.graphs = choice.graphs;
+    o.overlap = choice.overlap;
     // A sharded plan: one process per rank and GPU (this one is rank 0 until it forks), joined
     // by NCCL; the communicator lives as long as the process.
     static glm5rt::cuda::RankProcess rankProcess;
@@ -302,6 +305,8 @@ int cmdScore(int argc, char **argv) {
       i += parseCheck(i, argc, argv, &dc);
     } else if (a == "--no-graph") {
       dc.graphs = false;
+    } else if (a == "--no-overlap") {
+      dc.overlap = false;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
       ++i;
@@ -472,6 +477,9 @@ int cmdGenerate(int argc, char **argv) {
       continue;
     } else if (a == "--no-graph") {
       dc.graphs = false;
+      continue;
+    } else if (a == "--no-overlap") {
+      dc.overlap = false;
       continue;
     } else if (a == "--chat") {
       chat = true;

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Checks a `glm5c-gpu-tests --compile-only --dump-ptx DIR` dump: every kernel entry executes
+`griddepcontrol.wait` (common.cuh glm_grid_chain) before its first memory access, the invariant
+that lets the cuda backend launch kernels overlapped (programmatic dependent launch). Prints each
+entry that does not, and exits 1 if any; prints the number of entries checked.
+
+usage: check_grid_chain.py DUMP_DIR
+"""
+import os
+import re
+import sys
+
+ENTRY = re.compile(r"^\.visible \.entry ([A-Za-z_0-9]+)\(")
+# A memory access: a load, store, atomic, reduction or asynchronous copy of any state space but
+# the kernel's parameters.
+ACCESS = re.compile(r"^(@!?%p[0-9]+\s+)?(ld|ldu|st|atom|red|cp\.async|prefetch)\.(?!param)")
+
+
+def check(path):
+    bad, entries = [], 0
+    name, state = None, None
+    with open(path) as f:
+        for line in f:
+            line = line.split("//", 1)[0].strip()
+            m = ENTRY.match(line)
+            if m:
+                if state == "before":
+                    bad.append("%s: %s never executes griddepcontrol.wait" %
+                               (os.path.basename(path), name))
+                name, state = m.group(1), "before"
+                entries += 1
+                continue
+            if name is None or state != "before":
+                continue
+            if line.startswith("griddepcontrol.wait"):
+                state = "waited"
+            elif ACCESS.match(line):
+                bad.append("%s: %s accesses memory before griddepcontrol.wait: %s" %
+                           (os.path.basename(path), name, line))
+                state = "bad"
+    if state == "before":
+        bad.append("%s: %s never executes griddepcontrol.wait" % (os.path.basename(path), name))
+    return bad, entries
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1])
+        return 2
+    bad, total = [], 0
+    for fn in sorted(os.listdir(sys.argv[1])):
+        if fn.endswith(".ptx"):
+            b, n = check(os.path.join(sys.argv[1], fn))
+            bad += b
+            total += n
+    for b in bad:
+        print(b)
+    print("%d entries checked, %d without the wait first" % (total, len(bad)))
+    return 1 if bad or total == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
