@@ -5,11 +5,12 @@
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
 //                            [--topk plan|row|multi] [--stages N] [--define NAME[=V]] [--pdl]
-//                            [--parts]
+//                            [--parts] [--trace]
 // --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
 // (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
 // kernel after the first of a timed sequence overlapped with the one before (programmatic
-// dependent launch); --parts also times the multi-CTA top-k's two launches alone.
+// dependent launch); --parts also times the multi-CTA top-k's two launches alone; --trace prints
+// where the multi-CTA top-k's time goes (phase stamps of a traced build, last graph replay).
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"
@@ -45,7 +46,11 @@ struct Kernels {
   IndexerScoreConfig sc;
   TopKConfig tk;
   cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr;
+  cu::Function traceDump = nullptr; // --trace: the traced top-k module's topk_trace_dump
 };
+
+// --trace: the most CTAs per launch the traced top-k build records (topk.cuh GLM_TK_TRACE).
+constexpr int kTraceCtas = 4096, kTraceSlots = 8;
 
 std::string gDefines; // --define lines, before every kernel source
 bool gPdl = false;     // --pdl: each kernel after the first of a sequence launched overlapped
@@ -71,7 +76,7 @@ cu::Module compile(cu::Driver &drv, const NvrtcCompiler &nvrtc, const std::strin
 }
 
 Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
-              const NvrtcCompiler &nvrtc, int stagesOverride) {
+              const NvrtcCompiler &nvrtc, int stagesOverride, bool trace = false) {
   Kernels k;
   IndexerShape shape;
   shape.page = kPage;
@@ -95,7 +100,13 @@ Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
               static_cast<int>(k.tk.dynamicSmem));
   cu::Module ms =
       compile(drv, nvrtc, k.sc.variant + "_" + tiles.name, indexerScoreSource(k.sc), arch);
-  cu::Module mt = compile(drv, nvrtc, k.tk.variant + "_" + tiles.name, topKSource(k.tk), arch);
+  const std::string tsrc =
+      (trace ? "#define GLM_TK_TRACE " + std::to_string(kTraceCtas) + "\n" : std::string()) +
+      topKSource(k.tk);
+  cu::Module mt = compile(drv, nvrtc, k.tk.variant + "_" + tiles.name + (trace ? "_trace" : ""),
+                          tsrc, arch);
+  if (trace)
+    CHECK_OK(drv.getFunction(mt, "topk_trace_dump", &k.traceDump));
   CHECK_OK(drv.getFunction(ms, "indexer_score", &k.score));
   CHECK_OK(drv.setMaxDynamicSmem(k.score, static_cast<int>(k.sc.dynamicSmem), "indexer_score"));
   CHECK_OK(drv.getFunction(mt, "topk_row", &k.row));
@@ -295,6 +306,57 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
   return r;
 }
 
+// --trace: where the multi-CTA top-k's time goes, from the stamps of the traced build's last
+// launches (topk.cuh GLM_TK_TRACE), in us from hist0's first CTA start: each launch's first and
+// last CTA start, last ticket and last end; the finishing CTAs' phases (medians over the rows).
+void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream s) {
+  const int ctas = std::min(p.plan.segments * p.B, kTraceCtas);
+  const size_t n = size_t(2) * kTraceCtas * kTraceSlots;
+  cu::DevicePtr d = 0;
+  CHECK_OK(drv.malloc(&d, n * 8, "trace"));
+  void *args[] = {&d};
+  CHECK_OK(drv.launch(k.traceDump, 64, 1, 1, 256, 1, 1, 0, s, args, "topk_trace_dump"));
+  CHECK_OK(drv.synchronize(s));
+  std::vector<unsigned long long> t(n);
+  CHECK_OK(drv.copyToHost(t.data(), d, n * 8));
+  (void)drv.free(d);
+  auto at = [&](int launch, int c, int slot) {
+    return t[(size_t(launch) * kTraceCtas + c) * kTraceSlots + slot];
+  };
+  const double t0 = double(at(0, 0, 0));
+  auto us = [&](unsigned long long v) { return (double(v) - t0) * 1e-3; };
+  for (int launch = 0; launch < 2; ++launch) {
+    unsigned long long first = ~0ull, lastStart = 0, lastTicket = 0, lastEnd = 0;
+    for (int c = 0; c < ctas; ++c) {
+      first = std::min(first, at(launch, c, 0));
+      lastStart = std::max(lastStart, at(launch, c, 0));
+      lastTicket = std::max(lastTicket, at(launch, c, 1));
+      lastEnd = std::max(lastEnd, at(launch, c, 2));
+    }
+    std::printf("    trace %s: starts %.2f .. %.2f us, last ticket %.2f, last end %.2f\n",
+                launch ? "collect" : "hist0", us(first), us(lastStart), us(lastTicket), us(lastEnd));
+  }
+  // The finishing CTA of each row: the one whose slot 3 was written after its ticket.
+  std::vector<std::vector<double>> ph(5);
+  const char *names[] = {"candidates loaded", "K* found", "merged", "positions written", "slots"};
+  for (int c = 0; c < ctas; ++c) {
+    if (at(1, c, 3) < at(1, c, 1))
+      continue;
+    const unsigned long long v[6] = {at(1, c, 1), at(1, c, 3), at(1, c, 4),
+                                     at(1, c, 5), at(1, c, 6), at(1, c, 2)};
+    for (int i = 0; i < 5; ++i)
+      ph[i].push_back((double(v[i + 1]) - double(v[i])) * 1e-3);
+  }
+  for (int i = 0; i < 5; ++i) {
+    std::vector<double> &v = ph[i];
+    if (v.empty())
+      continue;
+    std::sort(v.begin(), v.end());
+    std::printf("    finishing CTA, %-18s +%.2f us (median of %zu rows; max %.2f)\n", names[i],
+                v[v.size() / 2], v.size(), v.back());
+  }
+}
+
 // Median microseconds per set of a graph of `fn` over every set.
 template <typename Fn>
 double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, int reps, Fn fn) {
@@ -304,7 +366,7 @@ double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, i
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false, parts = false;
+  bool checkOnly = false, parts = false, trace = false;
   int reps = 30;
   std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
@@ -317,6 +379,8 @@ int main(int argc, char **argv) {
       gPdl = true;
     else if (a == "--parts")
       parts = true;
+    else if (a == "--trace")
+      trace = true;
     else if (a == "--topk" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
               std::string(argv[i + 1]) == "multi"))
@@ -339,7 +403,7 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi] "
-          "[--stages N] [--define NAME[=V]] [--pdl] [--parts]\n",
+          "[--stages N] [--define NAME[=V]] [--pdl] [--parts] [--trace]\n",
           argv[0]);
       return 2;
     }
@@ -365,6 +429,9 @@ int main(int argc, char **argv) {
       return 2;
     const Target &plans = devTarget ? *devTarget : *tiles;
     Kernels k = build(drv, *tiles, codeArch, nvrtc, stagesOverride);
+    Kernels kt;
+    if (trace)
+      kt = build(drv, *tiles, codeArch, nvrtc, stagesOverride, true);
     for (int B : {1, 8, 32})
       for (int L : {8192, 32768, 131072}) {
         double keyBytes = double(B) * L * kDim * 2;
@@ -409,6 +476,13 @@ int main(int argc, char **argv) {
                                   [&](Problem &p) { launchTopK(drv, k, p, stream, false, 2); });
             std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(),
                         B, L, tH, tC);
+          }
+          if (trace && ps[0].plan.multi()) {
+            double tT = timeGraph(drv, stream, ps, 3,
+                                  [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
+            std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's launches)\n",
+                        tn.c_str(), B, L, tT);
+            printTrace(drv, kt, ps.back(), stream);
           }
           double floorUs = keyBytes / (kPeakGBs * 1e3);
           std::string mode = ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)

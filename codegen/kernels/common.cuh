@@ -204,6 +204,13 @@ __device__ __forceinline__ void glm_grid_chain() {
 #endif
 }
 
+// The device's nanosecond clock, comparable across SMs (profiling traces only).
+__device__ __forceinline__ unsigned long long glm_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Thread-block clusters (sm_90 and sm_120). A launch without a cluster attribute is a cluster
 // of one CTA: rank 0 of 1, and its own shared memory is the only one mapped.
 __device__ __forceinline__ unsigned glm_cluster_rank() {

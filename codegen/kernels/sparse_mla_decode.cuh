@@ -194,11 +194,6 @@ __device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float
 #ifdef GLM_MLA_TRACE
 #define GLM_TRACE_SLOTS 12 // glm5c-bench-sparse-mla reads as many (kTraceSlots)
 __device__ unsigned long long glm_mla_trace[GLM_MLA_TRACE][GLM_TRACE_SLOTS];
-__device__ __forceinline__ unsigned long long glm_globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ctas) {
   glm_grid_chain();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ctas * GLM_TRACE_SLOTS;

@@ -82,6 +82,30 @@ static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits
 #define GLM_TK_WS_ABOVE0 2053
 #define GLM_TK_WS_ROW 2056
 
+// Phase trace (profiling only, glm5c-bench-indexer --trace; GLM_TK_TRACE = the most CTAs per
+// launch traced): thread 0 of CTA c (blockIdx.y * gridDim.x + blockIdx.x) of the multi-CTA
+// launches (0 hist0, 1 collect) stores %globaltimer at slot 0 its start (after the grid chain),
+// 1 its ticket, 2 its end; the row's last CTA of collect also at 3 candidates loaded, 4 K* and
+// `need` found, 5 merged, 6 positions written. topk_trace_dump copies them out.
+#ifdef GLM_TK_TRACE
+#define GLM_TK_TRACE_SLOTS 8
+__device__ unsigned long long glm_tk_trace[2][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
+#define GLM_TK_STAMP(launch, slot)                                                                \
+  do {                                                                                           \
+    const unsigned c_ = blockIdx.y * gridDim.x + blockIdx.x;                                     \
+    if (threadIdx.x == 0 && c_ < GLM_TK_TRACE)                                                   \
+      glm_tk_trace[launch][c_][slot] = glm_globaltimer();                                        \
+  } while (0)
+extern "C" __global__ void topk_trace_dump(unsigned long long *out) {
+  glm_grid_chain();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * GLM_TK_TRACE * GLM_TK_TRACE_SLOTS;
+       i += gridDim.x * blockDim.x)
+    out[i] = (&glm_tk_trace[0][0][0])[i];
+}
+#else
+#define GLM_TK_STAMP(launch, slot)
+#endif
+
 // Order-preserving key of a score.
 __device__ __forceinline__ uint32_t glm_tk_key(float f) {
   uint32_t u = __float_as_uint(f);
@@ -548,6 +572,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   uint32_t *misc = scratch + GLM_TK_MISC;
   const int tid = threadIdx.x, lane = tid % 32;
   const int row = blockIdx.y, segs = gridDim.x;
+  GLM_TK_STAMP(0, 0);
   const int n = glm_tk_candidates(positions[row], n_cols);
   if (n <= k)
     return; // the whole row's grid returns: the workspace stays zero
@@ -576,11 +601,14 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
       atomicAdd(&wsr[b], hist[b]);
   __threadfence(); // this CTA's bins are visible before its ticket
   __syncthreads();
+  GLM_TK_STAMP(0, 1);
   if (tid == 0)
     misc[4] = atomicAdd(&wsr[GLM_TK_WS_TICKET0], 1u) == static_cast<uint32_t>(segs - 1);
   __syncthreads();
-  if (!misc[4])
+  if (!misc[4]) {
+    GLM_TK_STAMP(0, 2);
     return;
+  }
   __threadfence(); // the last ticket: every other CTA's bins are in the global histogram
   for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS) {
     hist[b] = glm_ld_cg(&wsr[b]);
@@ -593,6 +621,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     wsr[GLM_TK_WS_ABOVE0] = misc[1];
     wsr[GLM_TK_WS_TICKET0] = 0;
   }
+  GLM_TK_STAMP(0, 2);
 }
 
 // Multi-CTA, launch 2 of 2: grid (segments, T), seg_len <= GLM_TK_SEG_MAX, k <= GLM_TOPK_MAXK,
@@ -615,14 +644,17 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   uint32_t *misc = scratch + GLM_TK_MISC;
   const int tid = threadIdx.x, lane = tid % 32;
   const int row = blockIdx.y, segs = gridDim.x, seg = blockIdx.x;
+  GLM_TK_STAMP(1, 0);
   const int n = glm_tk_candidates(positions[row], n_cols);
   int32_t *out = indices + static_cast<long long>(row) * k;
   int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
-  const int32_t *bt =
-      slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  // The row's table, formed where used (from the kernel's parameters): not live in between.
+  auto row_table = [&]() {
+    return block_table + static_cast<long long>(row / rows_per_seq) * bt_stride;
+  };
   const int lo = seg * seg_len, hi = min(n, lo + seg_len);
   if (n <= k) {
-    glm_tk_take_all(lo, hi, n, k, seg == 0, out, sout, bt);
+    glm_tk_take_all(lo, hi, n, k, seg == 0, out, sout, slots ? row_table() : nullptr);
     return;
   }
   uint32_t *wsr = ws + static_cast<long long>(row) * GLM_TK_WS_ROW;
@@ -667,11 +699,14 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   }
   __threadfence(); // this CTA's appends are visible before its ticket
   __syncthreads();
+  GLM_TK_STAMP(1, 1);
   if (tid == 0)
     misc[4] = atomicAdd(&wsr[GLM_TK_WS_TICKET1], 1u) == static_cast<uint32_t>(segs - 1);
   __syncthreads();
-  if (!misc[4])
+  if (!misc[4]) {
+    GLM_TK_STAMP(1, 2);
     return;
+  }
   __threadfence(); // the last ticket: every CTA's appends are in memory
 
   // The row's last CTA. m candidates (all in bin b0), r of them to take.
@@ -689,6 +724,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
     hist[b] = 0;
   __syncthreads();
+  GLM_TK_STAMP(1, 3);
 
   // Key bits 20..10, then 9..0, of the candidates: K* and `need`.
   const int mwarp = tid - lane;
@@ -714,6 +750,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   glm_tk_select(hist, 1024, r, scratch, misc);
   const uint32_t kth = prefix | misc[0], need = r - misc[1], equal = hist[misc[0]];
   __syncthreads();
+  GLM_TK_STAMP(1, 4);
 
   // A tie at the cut: the `need` lowest positions among key == K*, i.e. the need-th largest
   // ~position (positions are distinct), by three more passes.
@@ -756,6 +793,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   // bitmap of the row in the (consumed) candidate space, each position's index is the number of
   // set bits before it; rows too long for the bitmap take a bitonic sort.
   __syncthreads(); // sel complete, candidate reads done
+  GLM_TK_STAMP(1, 5);
   const int nwords = (n + 31) / 32;
   if (nwords <= 2 * GLM_TOPK_CAND_SMEM) {
     uint32_t *bits = reinterpret_cast<uint32_t *>(cand_s);
@@ -770,14 +808,12 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     uint32_t c = 0;
     for (int w = w0; w < w1; ++w)
       c += __popc(bits[w]);
-    uint32_t o = glm_tk_exscan(c, scratch);
+    uint32_t o = glm_tk_exscan(c, scratch); // its barriers: every sel read above is done
     for (int w = w0; w < w1; ++w)
       for (uint32_t b = bits[w]; b; b &= b - 1) {
         const int s = 32 * w + __ffs(b) - 1;
         out[o] = s;
-        if (sout)
-          sout[o] = glm_tk_slot(bt, s);
-        ++o;
+        sel[o++] = s; // sorted, for the slots below
       }
   } else {
     int size = 1;
@@ -798,15 +834,30 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
         }
         __syncthreads();
       }
-    for (int j = tid; j < k; j += GLM_TOPK_THREADS) {
+    for (int j = tid; j < k; j += GLM_TOPK_THREADS)
       out[j] = sel[j];
-      if (sout)
-        sout[j] = glm_tk_slot(bt, sel[j]);
+  }
+  GLM_TK_STAMP(1, 6);
+  // Slots of the sorted positions sel[0, k). The row's block-table entries go to the (consumed)
+  // histogram's space first when they fit, as in topk_row: a slot is then a shared-memory
+  // lookup, not a dependent global load.
+  if (sout) {
+    const int pages = (n + GLM_PAGE - 1) / GLM_PAGE;
+    const int32_t *tbl = row_table();
+    if (pages <= GLM_TK_BINS) {
+      int32_t *sbt = reinterpret_cast<int32_t *>(hist);
+      for (int i = tid; i < pages; i += GLM_TOPK_THREADS)
+        sbt[i] = tbl[i];
+      tbl = sbt;
     }
+    __syncthreads(); // sel complete; the staged table published
+    for (int j = tid; j < k; j += GLM_TOPK_THREADS)
+      sout[j] = glm_tk_slot(tbl, sel[j]);
   }
   if (tid == 0) {
     wsr[GLM_TK_WS_TICKET1] = 0;
     wsr[GLM_TK_WS_SURE] = 0;
     wsr[GLM_TK_WS_CAND] = 0;
   }
+  GLM_TK_STAMP(1, 2);
 }
