@@ -306,12 +306,13 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
   return r;
 }
 
-// --trace: where the multi-CTA top-k's time goes, from the stamps of the traced build's last
-// launches (topk.cuh GLM_TK_TRACE), in us from hist0's first CTA start: each launch's first and
-// last CTA start, last ticket and last end; the finishing CTAs' phases (medians over the rows).
+// --trace: where the top-k's time goes, from the stamps of the traced build's last launches
+// (topk.cuh GLM_TK_TRACE). Multi-CTA: in us from hist0's first CTA start, each launch's first
+// and last CTA start, last ticket and last end; the finishing CTAs' phases (medians over the
+// rows). topk_row with the row in registers (8K positions): each phase, medians over the CTAs.
 void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream s) {
-  const int ctas = std::min(p.plan.segments * p.B, kTraceCtas);
-  const size_t n = size_t(2) * kTraceCtas * kTraceSlots;
+  const int ctas = std::min(p.plan.multi() ? p.plan.segments * p.B : p.B, kTraceCtas);
+  const size_t n = size_t(3) * kTraceCtas * kTraceSlots;
   cu::DevicePtr d = 0;
   CHECK_OK(drv.malloc(&d, n * 8, "trace"));
   void *args[] = {&d};
@@ -323,6 +324,27 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
   auto at = [&](int launch, int c, int slot) {
     return t[(size_t(launch) * kTraceCtas + c) * kTraceSlots + slot];
   };
+  if (!p.plan.multi()) { // topk_row: phases per CTA (one per row), medians and maxima
+    const char *rn[] = {"keys loaded", "pass 0 selected", "pass 1 selected", "pass 2 selected",
+                        "positions written"};
+    unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
+    std::vector<std::vector<double>> ph(5);
+    for (int c = 0; c < ctas; ++c) {
+      first = std::min(first, at(2, c, 0));
+      lastStart = std::max(lastStart, at(2, c, 0));
+      lastEnd = std::max(lastEnd, at(2, c, 5));
+      for (int i = 0; i < 5; ++i)
+        ph[i].push_back((double(at(2, c, i + 1)) - double(at(2, c, i))) * 1e-3);
+    }
+    std::printf("    trace topk_row: starts %.2f .. %.2f us, last end %.2f\n", 0.0,
+                (double(lastStart) - double(first)) * 1e-3, (double(lastEnd) - double(first)) * 1e-3);
+    for (int i = 0; i < 5; ++i) {
+      std::sort(ph[i].begin(), ph[i].end());
+      std::printf("    topk_row %-18s +%.2f us (median of %d CTAs; max %.2f)\n", rn[i],
+                  ph[i][ph[i].size() / 2], ctas, ph[i].back());
+    }
+    return;
+  }
   const double t0 = double(at(0, 0, 0));
   auto us = [&](unsigned long long v) { return (double(v) - t0) * 1e-3; };
   for (int launch = 0; launch < 2; ++launch) {
@@ -477,7 +499,7 @@ int main(int argc, char **argv) {
             std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(),
                         B, L, tH, tC);
           }
-          if (trace && ps[0].plan.multi()) {
+          if (trace && (ps[0].plan.multi() || L <= 8192)) { // topk_row: rows in registers
             double tT = timeGraph(drv, stream, ps, 3,
                                   [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
             std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's launches)\n",

@@ -7,6 +7,7 @@
 // usage: glm5c-bench-sparse-mla [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles T,...]
 //                               [--reps N] [--warps N,...]
 //                               [--splits N [--cluster C]] [--variants T:S,...] [--no-gather]
+//                               [--pdl]
 // --skip-checks leaves out the correctness cases before the timed shapes, so that a profiler's
 // first kernel launch is the first timed shape's (checked) launch: bench/device_mla.sh.
 // --warps builds each tile configuration with these warp counts (4 or 8) instead of the
@@ -23,6 +24,8 @@
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
 // launch geometry (or --splits), where a CTA's time goes.
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
+// --pdl launches every call overlapped with the one before it (programmatic dependent launch),
+// as the cuda backend launches kernels: the graph's calls then overlap launch and drain.
 // The sweep otherwise tries each power-of-two split count with every cluster size up to the
 // largest that divides it.
 #include "bench/bench_util.h"
@@ -228,6 +231,8 @@ void freeProblem(cu::Driver &drv, Problem &p) {
     (void)drv.free(d);
 }
 
+bool gPdl = false; // --pdl
+
 void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   const int topk = 2048;
   int groups = (p.H + k.cfg.heads - 1) / k.cfg.heads;
@@ -237,9 +242,16 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
   void *args[] = {&p.dq,   &p.dqr,    &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.dout,
                   &p.dlse, &p.dcount, &p.H,   &slots,  &p.splits, &perSplit, &scaleLog2};
-  CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
-                               static_cast<unsigned>(p.cluster),
-                               static_cast<unsigned>(k.launchSmem), s, args, "sparse_mla_decode"));
+  if (gPdl) // as the cuda backend launches it: overlapped with the kernel before it
+    CHECK_OK(drv.launchOverlapped(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
+                                  static_cast<unsigned>(p.cluster),
+                                  static_cast<unsigned>(k.launchSmem), s, args,
+                                  "sparse_mla_decode"));
+  else
+    CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
+                                 static_cast<unsigned>(p.cluster),
+                                 static_cast<unsigned>(k.launchSmem), s, args,
+                                 "sparse_mla_decode"));
 }
 
 // Relative errors of the output and the LSE against the host reference.
@@ -386,6 +398,8 @@ int main(int argc, char **argv) {
       forcedCluster = std::atoi(argv[++i]);
     else if (a == "--no-sweep")
       sweep = false;
+    else if (a == "--pdl") // every launch overlapped with the one before (programmatic)
+      gPdl = true;
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... (default: all twelve)
@@ -420,7 +434,7 @@ int main(int argc, char **argv) {
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
                    "[--no-gather] [--gather-probe] [--heads-per-cta 16,8] [--trace] "
-                   "[--define NAME=V]\n",
+                   "[--define NAME=V] [--pdl]\n",
                    argv[0]);
       return 2;
     }

@@ -86,10 +86,11 @@ static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits
 // launch traced): thread 0 of CTA c (blockIdx.y * gridDim.x + blockIdx.x) of the multi-CTA
 // launches (0 hist0, 1 collect) stores %globaltimer at slot 0 its start (after the grid chain),
 // 1 its ticket, 2 its end; the row's last CTA of collect also at 3 candidates loaded, 4 K* and
-// `need` found, 5 merged, 6 positions written. topk_trace_dump copies them out.
+// `need` found, 5 merged, 6 positions written. topk_row (launch 2, rows in registers): 0 start,
+// 1 histograms zeroed, 2-4 histogram passes 0-2 selected, 5 end. topk_trace_dump copies them out.
 #ifdef GLM_TK_TRACE
 #define GLM_TK_TRACE_SLOTS 8
-__device__ unsigned long long glm_tk_trace[2][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
+__device__ unsigned long long glm_tk_trace[3][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
 #define GLM_TK_STAMP(launch, slot)                                                                \
   do {                                                                                           \
     const unsigned c_ = blockIdx.y * gridDim.x + blockIdx.x;                                     \
@@ -98,7 +99,7 @@ __device__ unsigned long long glm_tk_trace[2][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
   } while (0)
 extern "C" __global__ void topk_trace_dump(unsigned long long *out) {
   glm_grid_chain();
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * GLM_TK_TRACE * GLM_TK_TRACE_SLOTS;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 3 * GLM_TK_TRACE * GLM_TK_TRACE_SLOTS;
        i += gridDim.x * blockDim.x)
     out[i] = (&glm_tk_trace[0][0][0])[i];
 }
@@ -333,87 +334,113 @@ __device__ __forceinline__ void glm_tk_take_all(int lo, int hi, int n, int k, bo
 }
 
 // Rows of at most GLM_TK_REG_ROW positions (every row at decode up to 8K of context): thread i
-// keeps the keys of positions [GLM_TK_REG i, GLM_TK_REG (i + 1)) in registers, loaded once. The
-// three histogram passes read them from there, and the emit needs no warp-order walk: the threads
-// hold the row in position order, so one block scan of their (greater, equal) counts gives each
-// its output offsets. Same selection and order as the general path (k < n <= GLM_TK_REG_ROW).
+// keeps the keys of positions [GLM_TK_REG i, GLM_TK_REG (i + 1)) in registers, loaded once, with
+// the block-table entries of their pages (GLM_TK_REG_PAGES: one when a page holds 16 positions
+// or more, as 16 i is a multiple of 16). The three histogram passes read the keys from there, each
+// into its own zeroed histogram (no re-zeroing between passes), and the emit needs no warp-order
+// walk: the threads hold the row in position order, so one block scan of their (greater, equal)
+// counts gives each its output offsets. Same selection and order as the general path
+// (k < n <= GLM_TK_REG_ROW).
 #define GLM_TK_REG 16
 #define GLM_TK_REG_ROW (GLM_TOPK_THREADS * GLM_TK_REG)
-__device__ __forceinline__ void glm_tk_row_regs(const float *src, int n, int k, uint32_t *hist,
-                                                uint32_t *scratch, int32_t *out, int32_t *sout,
-                                                const int32_t *bt) {
-  uint32_t *misc = scratch + GLM_TK_MISC;
-  const int tid = threadIdx.x, p0 = tid * GLM_TK_REG;
-  const int nv = max(0, min(GLM_TK_REG, n - p0)); // this thread's valid positions
+#define GLM_TK_REG_PAGES (GLM_PAGE >= GLM_TK_REG ? 1 : GLM_TK_REG / GLM_PAGE)
+static_assert(GLM_TOPK_CACHE >= 2048 + 1024, "passes 1 and 2 histogram in the cache's space");
+
+struct glm_tk_row_keys {
   uint32_t key[GLM_TK_REG];
-  if (nv == GLM_TK_REG && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+  int32_t page[GLM_TK_REG_PAGES]; // block-table entries of the thread's positions (bt only)
+};
+
+// Loads thread i's keys of positions below `bound` (bound <= the row's length n_cols), which may
+// be issued before the row's causal length is known.
+__device__ __forceinline__ glm_tk_row_keys glm_tk_row_load(const float *src, int bound) {
+  glm_tk_row_keys r;
+  const int p0 = threadIdx.x * GLM_TK_REG;
+  if (p0 + GLM_TK_REG <= bound && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
 #pragma unroll
     for (int q = 0; q < GLM_TK_REG / 4; ++q) {
       const float4 v = *reinterpret_cast<const float4 *>(src + p0 + 4 * q);
-      key[4 * q] = glm_tk_key(v.x), key[4 * q + 1] = glm_tk_key(v.y);
-      key[4 * q + 2] = glm_tk_key(v.z), key[4 * q + 3] = glm_tk_key(v.w);
+      r.key[4 * q] = glm_tk_key(v.x), r.key[4 * q + 1] = glm_tk_key(v.y);
+      r.key[4 * q + 2] = glm_tk_key(v.z), r.key[4 * q + 3] = glm_tk_key(v.w);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < GLM_TK_REG; ++j)
-      key[j] = j < nv ? glm_tk_key(src[p0 + j]) : 0u;
+      r.key[j] = p0 + j < bound ? glm_tk_key(src[p0 + j]) : 0u;
   }
+  return r;
+}
+
+// The table entries of thread i's causal positions' pages (when bt is not null), loaded at the
+// start of the passes and first used by the emit after them.
+__device__ __forceinline__ void glm_tk_row_pages(glm_tk_row_keys &r, int n, const int32_t *bt) {
+  const int p0 = threadIdx.x * GLM_TK_REG;
+#pragma unroll
+  for (int j = 0; j < GLM_TK_REG_PAGES; ++j) {
+    const int pos = p0 + j * GLM_PAGE;
+    r.page[j] = bt && pos < n ? bt[static_cast<unsigned>(pos) / GLM_PAGE] : 0;
+  }
+}
+
+__device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k, uint32_t *hist,
+                                                uint32_t *hist12, uint32_t *scratch, int32_t *out,
+                                                int32_t *sout, const int32_t *bt) {
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, p0 = tid * GLM_TK_REG;
+  glm_tk_row_pages(r, n, bt);
+  const int nv = max(0, min(GLM_TK_REG, n - p0)); // this thread's valid positions
+  // Pass 0 into hist, passes 1 and 2 into hist12 and hist12 + 2048, all zeroed once.
   for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
     hist[b] = 0;
+  for (int b = tid; b < GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
+    hist12[b] = 0;
   __syncthreads();
+  GLM_TK_STAMP(2, 1);
   uint32_t prefix = 0, remaining = static_cast<uint32_t>(k);
 #pragma unroll 1
   for (int p = 0; p < 3; ++p) {
     const int shift = glm_tk_shift(p), nbins = glm_tk_nbins(p);
     const uint32_t himask = glm_tk_himask(p);
+    uint32_t *h = p == 0 ? hist : hist12 + (p - 1) * GLM_TK_BINS;
 #pragma unroll
     for (int j = 0; j < GLM_TK_REG; ++j)
-      if (j < nv && (key[j] & himask) == prefix)
-        atomicAdd(&hist[(key[j] >> shift) & (nbins - 1)], 1u);
+      if (j < nv && (r.key[j] & himask) == prefix)
+        atomicAdd(&h[(r.key[j] >> shift) & (nbins - 1)], 1u);
     __syncthreads();
-    glm_tk_select(hist, nbins, remaining, scratch, misc); // ends with a barrier
+    // Ends with a barrier; misc is next written by the following select, after the barrier
+    // that follows its pass: every thread has read it by then.
+    glm_tk_select(h, nbins, remaining, scratch, misc);
+    GLM_TK_STAMP(2, 2 + p);
     prefix |= misc[0] << shift;
     remaining -= misc[1];
-    __syncthreads(); // everyone has read hist and misc
-    if (p < 2) {
-      for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
-        hist[b] = 0;
-      __syncthreads();
-    }
   }
   const uint32_t kth = prefix, need = remaining;
-  // The block table's pages go to the histogram's space (as in topk_row).
-  const int32_t *ebt = bt;
-  if (bt) {
-    int32_t *sbt = reinterpret_cast<int32_t *>(hist);
-    for (int i = tid; i < (n + GLM_PAGE - 1) / GLM_PAGE; i += GLM_TOPK_THREADS)
-      sbt[i] = bt[i];
-    ebt = sbt;
-  }
   uint32_t g = 0, e = 0;
 #pragma unroll
   for (int j = 0; j < GLM_TK_REG; ++j) {
-    g += j < nv && key[j] > kth;
-    e += j < nv && key[j] == kth;
+    g += j < nv && r.key[j] > kth;
+    e += j < nv && r.key[j] == kth;
   }
   // Counts of the row before this thread's positions: greater in the high half, equal in the low
-  // (each at most GLM_TK_REG_ROW < 2^16). The scan's barriers also publish the staged table.
+  // (each at most GLM_TK_REG_ROW < 2^16).
   const uint32_t before = glm_tk_exscan((g << 16) | e, scratch);
   uint32_t gb = before >> 16, eb = before & 0xffffu;
 #pragma unroll
   for (int j = 0; j < GLM_TK_REG; ++j) {
     if (j >= nv)
       break;
-    const bool gt = key[j] > kth, eq = key[j] == kth;
+    const bool gt = r.key[j] > kth, eq = r.key[j] == kth;
     if (gt || (eq && eb < need)) {
       const uint32_t o = gb + min(eb, need);
       out[o] = p0 + j;
       if (sout)
-        sout[o] = glm_tk_slot(ebt, p0 + j);
+        sout[o] = r.page[j / GLM_PAGE < GLM_TK_REG_PAGES ? j / GLM_PAGE : 0] * GLM_PAGE +
+                  (p0 + j) % GLM_PAGE;
     }
     gb += gt;
     eb += eq;
   }
+  GLM_TK_STAMP(2, 5);
 }
 
 // One CTA per row. scores [T, ld]; block_table [seqs, bt_stride] (only read when slots is not
@@ -431,19 +458,33 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   uint32_t *misc = scratch + GLM_TK_MISC;
   const int tid = threadIdx.x, lane = tid % 32;
   const int row = blockIdx.x;
-  const int n = glm_tk_candidates(positions[row], n_cols);
+  GLM_TK_STAMP(2, 0);
   int32_t *out = indices + static_cast<long long>(row) * k;
   int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
   const int32_t *bt =
       slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  const float *src = scores + static_cast<long long>(row) * ld;
+  if (n_cols <= GLM_TK_REG_ROW) {
+    // Every row's n <= n_cols: the registers' path or take-all. The keys load while the row's
+    // position does (one round trip, not two).
+    glm_tk_row_keys r = glm_tk_row_load(src, n_cols);
+    const int n = glm_tk_candidates(positions[row], n_cols);
+    if (n <= k) {
+      glm_tk_take_all(0, n, n, k, true, out, sout, bt);
+      return;
+    }
+    glm_tk_row_regs(r, n, k, hist, cache, scratch, out, sout, bt);
+    return;
+  }
+  const int n = glm_tk_candidates(positions[row], n_cols);
   if (n <= k) {
     glm_tk_take_all(0, n, n, k, true, out, sout, bt);
     return;
   }
   // From here count = k < n: exactly k positions are written, no padding.
-  const float *src = scores + static_cast<long long>(row) * ld;
   if (n <= GLM_TK_REG_ROW) {
-    glm_tk_row_regs(src, n, k, hist, scratch, out, sout, bt);
+    glm_tk_row_keys r = glm_tk_row_load(src, n);
+    glm_tk_row_regs(r, n, k, hist, cache, scratch, out, sout, bt);
     return;
   }
   const bool cached = n <= GLM_TOPK_CACHE;
