@@ -86,9 +86,10 @@ INPUTS = {
     "mla_bench_context": 8192,
     "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 102.9)],
     "mla_h64_us": [(1, 15.3), (8, 39.1), (32, 114.8), (128, 349.0)],
-    # Indexer score + top-k (ours), 32 heads x 128, bf16 keys: (batch, context, us). RESULTS.md.
-    "indexer_us": [(1, 8192, 15.9), (1, 131072, 36.5), (8, 32768, 47.6), (8, 131072, 113.1),
-                   (32, 8192, 36.2), (32, 32768, 113.1), (32, 131072, 372.6)],
+    # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
+    # (batch, context, us). RESULTS.md "topk_row: keys with the position".
+    "indexer_us": [(1, 8192, 13.2), (1, 131072, 36.6), (8, 32768, 48.3), (8, 131072, 119.6),
+                   (32, 8192, 33.7), (32, 32768, 117.2), (32, 131072, 366.0)],
     # One end-to-end check on one H200: the `width` fixture (real widths, 1 dense + 1 MoE
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
