@@ -337,7 +337,8 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
         ph[i].push_back((double(at(2, c, i + 1)) - double(at(2, c, i))) * 1e-3);
     }
     std::printf("    trace topk_row: starts %.2f .. %.2f us, last end %.2f\n", 0.0,
-                (double(lastStart) - double(first)) * 1e-3, (double(lastEnd) - double(first)) * 1e-3);
+                (double(lastStart) - double(first)) * 1e-3,
+                (double(lastEnd) - double(first)) * 1e-3);
     for (int i = 0; i < 5; ++i) {
       std::sort(ph[i].begin(), ph[i].end());
       std::printf("    topk_row %-18s +%.2f us (median of %d CTAs; max %.2f)\n", rn[i],
@@ -356,7 +357,8 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
       lastEnd = std::max(lastEnd, at(launch, c, 2));
     }
     std::printf("    trace %s: starts %.2f .. %.2f us, last ticket %.2f, last end %.2f\n",
-                launch ? "collect" : "hist0", us(first), us(lastStart), us(lastTicket), us(lastEnd));
+                launch ? "collect" : "hist0", us(first), us(lastStart), us(lastTicket),
+                us(lastEnd));
   }
   // The finishing CTA of each row: the one whose slot 3 was written after its ticket.
   std::vector<std::vector<double>> ph(5);
@@ -502,7 +504,8 @@ int main(int argc, char **argv) {
           if (trace && (ps[0].plan.multi() || L <= 8192)) { // topk_row: rows in registers
             double tT = timeGraph(drv, stream, ps, 3,
                                   [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
-            std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's launches)\n",
+            std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's "
+                        "launches)\n",
                         tn.c_str(), B, L, tT);
             printTrace(drv, kt, ps.back(), stream);
           }
