@@ -819,15 +819,20 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
   GLM5_RETURN_IF_ERROR(drv_->copyToDevice(tokens_, tokens, static_cast<size_t>(T) * 4));
   GLM5_RETURN_IF_ERROR(drv_->copyToDevice(positions_, positions, static_cast<size_t>(T) * 4));
   GLM5_RETURN_IF_ERROR(drv_->memsetD8(embedErr_, 0, 4));
-  // One-token steps replay a CUDA graph of the whole step list (captured at the first call;
-  // the indexer and top-k then take the cache capacity as their column bound, which is exact:
-  // both kernels bound each row by its position). Traced runs launch step by step.
+  // One-token steps replay a CUDA graph of the whole step list, captured at the first call of
+  // each column bound (graphColumns): the indexer and top-k take the bound as their column
+  // count, which is exact for any bound past the last position (both kernels bound each row by
+  // its position). Traced runs launch step by step.
   const bool graph = useGraphs_ && !trace_ && !profile_ && ep->max_tokens() == 1;
   if (graph && decodeGraphFailed_.isOk()) {
-    if (!decodeGraph_)
-      decodeGraphFailed_ = captureGraph(*ep);
-    if (decodeGraph_) {
-      GLM5_RETURN_IF_ERROR(drv_->graphLaunch(decodeGraph_, stream_).withContext(entry));
+    GLM5_ASSIGN_OR_RETURN(const int64_t cols, graphColumns(*ep, last));
+    auto it = decodeGraphs_.find(cols);
+    if (it == decodeGraphs_.end()) {
+      decodeGraphFailed_ = captureGraph(*ep, cols);
+      it = decodeGraphs_.find(cols);
+    }
+    if (it != decodeGraphs_.end()) {
+      GLM5_RETURN_IF_ERROR(drv_->graphLaunch(it->second, stream_).withContext(entry));
       return finishRun(*ep, T, logits);
     }
   }
@@ -904,11 +909,28 @@ std::string Backend::profileReport() const {
   return out;
 }
 
-Status Backend::captureGraph(const pl::EntryPoint &ep) {
+StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) {
+  if (rowTopkCols_ < 0) {
+    // One row per call: topKGrid takes topk_row while the columns are within the kernel's
+    // shared-memory cache (for every top-k step: the smallest cache).
+    rowTopkCols_ = 0;
+    for (const pl::Step *s : *ep.steps()) {
+      if (s->op() != pl::OpKind::TopK)
+        continue;
+      GLM5_ASSIGN_OR_RETURN(launch::TopKParams tp,
+                            launch::topKParamsOf(*plan_.kernels()->Get(s->kernel())));
+      rowTopkCols_ = rowTopkCols_ == 0 ? tp.cache : std::min<int64_t>(rowTopkCols_, tp.cache);
+    }
+  }
+  return rowTopkCols_ > 0 && last < rowTopkCols_ && rowTopkCols_ < capacity_ ? rowTopkCols_
+                                                                             : capacity_;
+}
+
+Status Backend::captureGraph(const pl::EntryPoint &ep, int64_t cols) {
   GLM5_RETURN_IF_ERROR(drv_->beginCapture(stream_));
   Status st;
   for (const pl::Step *s : *ep.steps()) {
-    st = launchStep(*s, 1, capacity_ - 1, /*dry=*/false);
+    st = launchStep(*s, 1, cols - 1, /*dry=*/false);
     if (!st.isOk())
       break;
   }
@@ -916,7 +938,9 @@ Status Backend::captureGraph(const pl::EntryPoint &ep) {
   Status end = drv_->endCapture(stream_, &g);
   GLM5_RETURN_IF_ERROR(st);
   GLM5_RETURN_IF_ERROR(end);
-  GLM5_RETURN_IF_ERROR(drv_->instantiate(&decodeGraph_, g));
+  GraphExec exec = nullptr;
+  GLM5_RETURN_IF_ERROR(drv_->instantiate(&exec, g));
+  decodeGraphs_[cols] = exec;
   return Status::ok();
 }
 

@@ -102,7 +102,11 @@ private:
   // Launches step `s` for T tokens whose last position is `last` (cached positions 0..last).
   // dry: only accumulates the workspace sizes into needs_.
   Status launchStep(const glm5::plan::Step &s, int64_t T, int64_t last, bool dry);
-  Status captureGraph(const glm5::plan::EntryPoint &ep);
+  // Captures the one-token call `ep` with the indexer's and top-k's column bound `cols`.
+  Status captureGraph(const glm5::plan::EntryPoint &ep, int64_t cols);
+  // The column bound of a one-token call's graph whose last position is `last`: the smallest
+  // of {the top-k's one-CTA-per-row limit, the capacity} that covers it (decodeGraphs_).
+  StatusOr<int64_t> graphColumns(const glm5::plan::EntryPoint &ep, int64_t last);
   // Synchronizes, checks the embedding's token check and downloads the logits.
   Status finishRun(const glm5::plan::EntryPoint &ep, int64_t T, std::vector<float> *logits);
   Status traceStep(const std::string &entry, const glm5::plan::Step &s, int index, int64_t T,
@@ -152,7 +156,11 @@ private:
   Status profileAccumulate(const glm5::plan::EntryPoint &ep);
   int rank_ = 0;                      // of a sharded plan
   const Nccl::Comm *comm_ = nullptr;  // its communicator (null for one rank)
-  GraphExec decodeGraph_ = nullptr;
+  // One-token graphs by column bound (graphColumns): a graph fixes its launches, and one
+  // captured at the capacity would run the multi-CTA top-k even while every row is short
+  // enough for topk_row (runtime/launch/Attention.cpp topKGrid).
+  std::map<int64_t, GraphExec> decodeGraphs_;
+  int64_t rowTopkCols_ = -1; // the top-k steps' one-CTA-per-row limit; -1: not yet computed
   Status decodeGraphFailed_; // a failed capture: later calls launch step by step
   Needs needs_;
   int64_t traceLast_ = 0; // last position of the call being traced
