@@ -262,35 +262,34 @@ Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigne
 Status Driver::launchClustered(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned clusterX, unsigned smem, Stream s, void **params,
                                const std::string &what) {
-  if (clusterX <= 1)
-    return launch(f, gx, gy, gz, bx, 1, 1, smem, s, params, what);
-  if (gx % clusterX != 0)
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "%s: grid x %u is not a multiple of the cluster size %u", what.c_str(), gx,
-                      clusterX);
-  if (info_.major < 9)
-    return makeStatus(StatusCode::kFailedPrecondition,
-                      "%s: thread-block clusters need compute capability 9.0, the device has %d.%d",
-                      what.c_str(), info_.major, info_.minor);
-  LaunchAttribute attr = clusterAttribute(clusterX);
-  LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, &attr, 1};
-  return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
+  return launchEx(f, gx, gy, gz, bx, clusterX, false, smem, s, params, what);
 }
 Status Driver::launchOverlapped(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned clusterX, unsigned smem, Stream s, void **params,
                                 const std::string &what) {
-  if (info_.major < 9)
-    return launchClustered(f, gx, gy, gz, bx, clusterX, smem, s, params, what);
+  return launchEx(f, gx, gy, gz, bx, clusterX, info_.major >= 9, smem, s, params, what);
+}
+Status Driver::launchEx(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned clusterX, bool overlapped, unsigned smem, Stream s,
+                        void **params, const std::string &what) {
+  if (clusterX <= 1 && !overlapped)
+    return launch(f, gx, gy, gz, bx, 1, 1, smem, s, params, what);
   if (clusterX > 1 && gx % clusterX != 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: grid x %u is not a multiple of the cluster size %u", what.c_str(), gx,
                       clusterX);
+  if (clusterX > 1 && info_.major < 9)
+    return makeStatus(StatusCode::kFailedPrecondition,
+                      "%s: thread-block clusters need compute capability 9.0, the device has %d.%d",
+                      what.c_str(), info_.major, info_.minor);
   LaunchAttribute attrs[2] = {};
-  attrs[0].id = kLaunchAttrProgrammaticStreamSerialization;
-  attrs[0].value.bytes[0] = 1; // programmaticStreamSerializationAllowed (an int, little-endian)
-  unsigned n = 1;
+  unsigned n = 0;
   if (clusterX > 1)
     attrs[n++] = clusterAttribute(clusterX);
+  if (overlapped) {
+    attrs[n].id = kLaunchAttrProgrammaticStreamSerialization;
+    attrs[n++].value.bytes[0] = 1; // programmaticStreamSerializationAllowed (an int, little-endian)
+  }
   LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, attrs, n};
   return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
 }

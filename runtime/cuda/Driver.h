@@ -89,6 +89,10 @@ public:
 private:
   Driver() = default;
   Status check(int result, const char *call, const std::string &what) const;
+  // cuLaunchKernelEx with a cluster (clusterX > 1) and/or programmatic stream serialization.
+  Status launchEx(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                  unsigned clusterX, bool overlapped, unsigned smem, Stream s, void **params,
+                  const std::string &what);
   Status init(int ordinal);
 
   void *lib_ = nullptr;

@@ -14,8 +14,9 @@
 
 namespace glm5rt::plan {
 
-// Bumped whenever plan.fbs changes incompatibly; a plan of another version is refused.
-// 2: every kernel begins with glm_grid_chain (the cuda backend launches them overlapped).
+// Bumped whenever a plan of the previous version would not run right (plan.fbs changed
+// incompatibly, or the kernels' contract with the runtime did); a plan of another version is
+// refused. 2: every kernel begins with glm_grid_chain (the cuda backend launches overlapped).
 inline constexpr uint32_t kFormatVersion = 2;
 
 class LoadedPlan {
