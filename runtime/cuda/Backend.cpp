@@ -922,8 +922,7 @@ StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) 
       rowTopkCols_ = rowTopkCols_ == 0 ? tp.cache : std::min<int64_t>(rowTopkCols_, tp.cache);
     }
   }
-  return rowTopkCols_ > 0 && last < rowTopkCols_ && rowTopkCols_ < capacity_ ? rowTopkCols_
-                                                                             : capacity_;
+  return launch::decodeGraphColumns(rowTopkCols_, capacity_, last);
 }
 
 Status Backend::captureGraph(const pl::EntryPoint &ep, int64_t cols) {

@@ -104,8 +104,8 @@ private:
   Status launchStep(const glm5::plan::Step &s, int64_t T, int64_t last, bool dry);
   // Captures the one-token call `ep` with the indexer's and top-k's column bound `cols`.
   Status captureGraph(const glm5::plan::EntryPoint &ep, int64_t cols);
-  // The column bound of a one-token call's graph whose last position is `last`: the smallest
-  // of {the top-k's one-CTA-per-row limit, the capacity} that covers it (decodeGraphs_).
+  // The column bound of a one-token call's graph whose last position is `last`
+  // (launch::decodeGraphColumns with the plan's top-k steps; decodeGraphs_).
   StatusOr<int64_t> graphColumns(const glm5::plan::EntryPoint &ep, int64_t last);
   // Synchronizes, checks the embedding's token check and downloads the logits.
   Status finishRun(const glm5::plan::EntryPoint &ep, int64_t T, std::vector<float> *logits);

@@ -45,6 +45,10 @@ StatusOr<IndexerScoreParams> indexerScoreParamsOf(const glm5::plan::Kernel &k) {
   return p;
 }
 
+int64_t decodeGraphColumns(int64_t rowCols, int64_t capacity, int64_t last) {
+  return rowCols > 0 && rowCols < capacity && last < rowCols ? rowCols : capacity;
+}
+
 int64_t topKWorkspaceBytes(int64_t rows, int64_t cols) { return rows * 2056 * 4 + rows * cols * 8; }
 
 int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols) {

@@ -54,6 +54,12 @@ struct TopKGrid {
 // topk_row when a row fits its shared-memory cache, when the rows alone fill the SMs (prefill),
 // or when k exceeds the multi-CTA limit; otherwise the two multi-CTA launches.
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k);
+// The column bound of a one-token call's CUDA graph (which fixes the indexer's and top-k's column
+// count) whose last position is `last` < capacity: rowCols (the top-k steps' one-CTA-per-row
+// limit, their smallest `cache`; 0 if none) while it covers the positions and is below the
+// capacity, else the capacity. A graph at the capacity would run the multi-CTA top-k at every
+// position of a long context.
+int64_t decodeGraphColumns(int64_t rowCols, int64_t capacity, int64_t last);
 // The multi-CTA segment length (a multiple of 1024, 2048 to threads * segElems).
 int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols);
 // Per row 2056 uint32 of state, then cols (key, position) candidate pairs.

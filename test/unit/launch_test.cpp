@@ -331,6 +331,14 @@ TEST(Launch, TopKChoosesRowOrSegments) {
   EXPECT_EQ(g.segmentLen, 2048); // one wave wants 249 positions; at least 2048
   EXPECT_EQ(g.segments, 32);
   EXPECT_EQ(g.workspaceBytes, 2056 * 4 + 65536 * 8);
+  // Decode graphs: topk_row's limit (its cache) while the context is within it, else the
+  // capacity; no second bound when the capacity is within the limit or no top-k step has one.
+  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 0), 16384);
+  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 16383), 16384);
+  EXPECT_FALSE(topKGrid(p, 132, 1, decodeGraphColumns(p.cache, 131072, 16383), 2048).multi());
+  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 16384), 131072);
+  EXPECT_EQ(decodeGraphColumns(p.cache, 8192, 100), 8192);
+  EXPECT_EQ(decodeGraphColumns(0, 131072, 100), 131072);
 }
 
 TEST(Launch, SparseMlaSplitsAndClusters) {
