@@ -466,7 +466,9 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   const float *src = scores + static_cast<long long>(row) * ld;
   if (n_cols <= GLM_TK_REG_ROW) {
     // Every row's n <= n_cols: the registers' path or take-all. The keys load while the row's
-    // position does (one round trip, not two).
+    // position does (one round trip, not two). The path below calls glm_tk_row_regs again
+    // after the position: one shared call site keeps the keys live across the general path,
+    // which then spills at SM120's 64 registers (bench/RESULTS.md, compile time entry).
     glm_tk_row_keys r = glm_tk_row_load(src, n_cols);
     const int n = glm_tk_candidates(positions[row], n_cols);
     if (n <= k) {
