@@ -4,7 +4,7 @@
 // 4.23 TB/s, after a correctness check against runtime/host on the first set.
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
-//                            [--topk plan|row|multi] [--stages N] [--define NAME[=V]] [--pdl]
+//                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]] [--pdl]
 //                            [--parts] [--trace]
 // --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
 // (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
@@ -45,7 +45,8 @@ constexpr int kPatternRows = 1 << 17;
 struct Kernels {
   IndexerScoreConfig sc;
   TopKConfig tk;
-  cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr;
+  cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr,
+               cluster = nullptr;
   cu::Function traceDump = nullptr; // --trace: the traced top-k module's topk_trace_dump
 };
 
@@ -115,6 +116,10 @@ Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
   CHECK_OK(drv.getFunction(mt, "topk_seg_collect", &k.collect));
   CHECK_OK(
       drv.setMaxDynamicSmem(k.collect, static_cast<int>(k.tk.collectSmem), "topk_seg_collect"));
+  CHECK_OK(drv.getFunction(mt, "topk_cluster", &k.cluster));
+  CHECK_OK(drv.setMaxDynamicSmem(
+      k.cluster, static_cast<int>(glm5rt::launch::topKClusterSmem(k.tk.clusterKeys)),
+      "topk_cluster"));
   return k;
 }
 
@@ -211,6 +216,19 @@ void launchHist0(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bo
 void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap,
                 int parts = 0) {
   int ld = p.L, nCols = p.L, kk = kTopK, btStride = p.pagesPerSeq, rps = 1;
+  if (p.plan.cluster > 0) {
+    void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
+                    &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
+    const unsigned c = static_cast<unsigned>(p.plan.cluster);
+    const unsigned smem = static_cast<unsigned>(glm5rt::launch::topKClusterSmem(
+        (((p.L + p.plan.cluster - 1) / p.plan.cluster + 3) / 4) * 4));
+    CHECK_OK(gPdl && overlap
+                 ? drv.launchOverlapped(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s, args,
+                                        "topk_cluster")
+                 : drv.launchClustered(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s, args,
+                                       "topk_cluster"));
+    return;
+  }
   if (!p.plan.multi()) {
     void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
                     &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
@@ -311,7 +329,10 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
 // and last CTA start, last ticket and last end; the finishing CTAs' phases (medians over the
 // rows). topk_row with the row in registers (8K positions): each phase, medians over the CTAs.
 void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream s) {
-  const int ctas = std::min(p.plan.multi() ? p.plan.segments * p.B : p.B, kTraceCtas);
+  const int ctas = std::min(p.plan.multi()     ? p.plan.segments * p.B
+                            : p.plan.cluster ? p.plan.cluster * p.B
+                                             : p.B,
+                            kTraceCtas);
   const size_t n = size_t(3) * kTraceCtas * kTraceSlots;
   cu::DevicePtr d = 0;
   CHECK_OK(drv.malloc(&d, n * 8, "trace"));
@@ -324,7 +345,8 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
   auto at = [&](int launch, int c, int slot) {
     return t[(size_t(launch) * kTraceCtas + c) * kTraceSlots + slot];
   };
-  if (!p.plan.multi()) { // topk_row: phases per CTA (one per row), medians and maxima
+  if (!p.plan.multi()) { // topk_row, topk_cluster: phases per CTA, medians and maxima
+    const char *kn = p.plan.cluster ? "topk_cluster" : "topk_row";
     const char *rn[] = {"keys loaded", "pass 0 selected", "pass 1 selected", "pass 2 selected",
                         "positions written"};
     unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
@@ -336,12 +358,12 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
       for (int i = 0; i < 5; ++i)
         ph[i].push_back((double(at(2, c, i + 1)) - double(at(2, c, i))) * 1e-3);
     }
-    std::printf("    trace topk_row: starts %.2f .. %.2f us, last end %.2f\n", 0.0,
+    std::printf("    trace %s: starts %.2f .. %.2f us, last end %.2f\n", kn, 0.0,
                 (double(lastStart) - double(first)) * 1e-3,
                 (double(lastEnd) - double(first)) * 1e-3);
     for (int i = 0; i < 5; ++i) {
       std::sort(ph[i].begin(), ph[i].end());
-      std::printf("    topk_row %-18s +%.2f us (median of %d CTAs; max %.2f)\n", rn[i],
+      std::printf("    %s %-18s +%.2f us (median of %d CTAs; max %.2f)\n", kn, rn[i],
                   ph[i][ph[i].size() / 2], ctas, ph[i].back());
     }
     return;
@@ -407,7 +429,7 @@ int main(int argc, char **argv) {
       trace = true;
     else if (a == "--topk" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
-              std::string(argv[i + 1]) == "multi"))
+              std::string(argv[i + 1]) == "multi" || std::string(argv[i + 1]) == "cluster"))
       topkMode = argv[++i];
     else if (a == "--stages" && i + 1 < argc)
       stagesOverride = std::max(2, std::atoi(argv[++i]));
@@ -426,7 +448,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi] "
+          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi|cluster] "
           "[--stages N] [--define NAME[=V]] [--pdl] [--parts] [--trace]\n",
           argv[0]);
       return 2;
@@ -468,7 +490,11 @@ int main(int argc, char **argv) {
           ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK);
           if (topkMode == "row") {
             ps[si].plan = TopKPlan{};
+          } else if (topkMode == "cluster") {
+            ps[si].plan = TopKPlan{};
+            ps[si].plan.cluster = (L + 7) / 8 <= k.tk.clusterKeys ? 8 : 0;
           } else if (topkMode == "multi" && !ps[si].plan.multi()) {
+            ps[si].plan.cluster = 0;
             ps[si].plan.segmentLen = topKSegmentLen(k.tk, plans, B, L);
             ps[si].plan.segments = (L + ps[si].plan.segmentLen - 1) / ps[si].plan.segmentLen;
             ps[si].plan.workspaceBytes = topKWorkspaceBytes(B, L);
@@ -501,7 +527,7 @@ int main(int argc, char **argv) {
             std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(),
                         B, L, tH, tC);
           }
-          if (trace && (ps[0].plan.multi() || L <= 8192)) { // topk_row: rows in registers
+          if (trace && (ps[0].plan.multi() || ps[0].plan.cluster || L <= 8192)) {
             double tT = timeGraph(drv, stream, ps, 3,
                                   [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
             std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's "
@@ -510,8 +536,9 @@ int main(int argc, char **argv) {
             printTrace(drv, kt, ps.back(), stream);
           }
           double floorUs = keyBytes / (kPeakGBs * 1e3);
-          std::string mode = ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
-                                                : std::string("row");
+          std::string mode = ps[0].plan.cluster ? "cluster x" + std::to_string(ps[0].plan.cluster)
+                             : ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
+                                                  : std::string("row");
           char line[256];
           std::snprintf(line, sizeof line,
                         "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s",

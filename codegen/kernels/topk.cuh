@@ -87,7 +87,8 @@ static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits
 // launches (0 hist0, 1 collect) stores %globaltimer at slot 0 its start (after the grid chain),
 // 1 its ticket, 2 its end; the row's last CTA of collect also at 3 candidates loaded, 4 K* and
 // `need` found, 5 merged, 6 positions written. topk_row (launch 2, rows in registers): 0 start,
-// 1 histograms zeroed, 2-4 histogram passes 0-2 selected, 5 end. topk_trace_dump copies them out.
+// 1 histograms zeroed, 2-4 histogram passes 0-2 selected, 5 end; topk_cluster (launch 2 too):
+// 0 start, 1 keys loaded, 2-4 passes 0-2 selected, 5 end. topk_trace_dump copies them out.
 #ifdef GLM_TK_TRACE
 #define GLM_TK_TRACE_SLOTS 8
 __device__ unsigned long long glm_tk_trace[3][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
@@ -259,11 +260,12 @@ __device__ __forceinline__ void glm_tk_warp_count(const float *src, const uint32
 
 // Emits the selected positions of [wlo, whi) in position order. gtB / eqB: keys > kth / == kth
 // in the row before wlo. Invariant per element s: gtB and eqB count the row before s, so s goes
-// to out[gtB + min(eqB, need)] when selected.
+// to out[gtB + min(eqB, need)] when selected. s_off: the row position of element 0 (the cluster
+// kernel's segments index their keys from their first position).
 __device__ __forceinline__ void glm_tk_warp_emit(const float *src, const uint32_t *cache, int wlo,
                                                  int whi, uint32_t kth, uint32_t need, uint32_t gtB,
                                                  uint32_t eqB, int32_t *out, int32_t *sout,
-                                                 const int32_t *bt) {
+                                                 const int32_t *bt, int s_off = 0) {
   const int lane = threadIdx.x % 32;
   const uint32_t lt = (1u << lane) - 1u;
   for (int base = wlo; base < whi; base += 32 * GLM_TK_BATCH) {
@@ -282,9 +284,9 @@ __device__ __forceinline__ void glm_tk_warp_emit(const float *src, const uint32_
       const uint32_t gx = gtB + __popc(bg & lt), ex = eqB + __popc(be & lt);
       if (g || (e && ex < need)) {
         const uint32_t o = gx + min(ex, need);
-        out[o] = s;
+        out[o] = s + s_off;
         if (sout)
-          sout[o] = glm_tk_slot(bt, s);
+          sout[o] = glm_tk_slot(bt, s + s_off);
       }
       gtB += __popc(bg);
       eqB += __popc(be);
@@ -903,4 +905,301 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     wsr[GLM_TK_WS_CAND] = 0;
   }
   GLM_TK_STAMP(1, 2);
+}
+
+// ---- topk_cluster: one launch, one thread-block cluster of C CTAs per row (grid (C, T), cluster
+// (C, 1, 1), C <= GLM_TK_MAX_CLUSTER). CTA r of row t takes the causal positions [r seg,
+// (r + 1) seg), seg = ceil(n / C) rounded up to 4, keeps their keys in its shared memory, and
+// builds each pass's histogram of them, plus the sums of every 32 bins (coarse bins). After a
+// cluster barrier, one warp per CTA finds the digit from the C CTAs' histograms through
+// distributed shared memory: the coarse bin holding the count-th largest key from the coarse
+// sums, then the digit among its 32 bins -- two round trips and ~16 loads per lane, not a read of
+// every peer's whole histogram (which took ~12 us per pass: distributed shared memory serves
+// about one request per clock). Every CTA computes the same digits from the same counts, so K*
+// and `need` agree across the cluster. The CTAs' (greater, equal) counts are exchanged the same
+// way, and each CTA emits its segment's selected positions in position order at offsets counted
+// from the lower-ranked CTAs' counts and its own: the same selection and order as topk_row, from
+// one read of the row, with no global workspace and no atomics outside shared memory.
+// Dynamic shared memory: GLM_TK_CL_FIXED + 4 * keys, keys >= the longest segment,
+// ceil(ceil(n_cols / C) / 4) * 4 (the launch sizes it; the kernel traps on a shorter one).
+// Every buffer a peer reads (histograms, coarse sums, totals) is written once per launch, so a
+// CTA running ahead never overwrites what a slower peer still reads.
+#define GLM_TK_MAX_CLUSTER 8
+#define GLM_TK_CL_HIST1 (GLM_TK_BINS * 4)
+#define GLM_TK_CL_HIST2 (GLM_TK_CL_HIST1 + GLM_TK_BINS * 4)
+#define GLM_TK_CL_COARSE (GLM_TK_CL_HIST2 + 1024 * 4) // 64 + 64 + 32 coarse sums
+#define GLM_TK_CL_SCRATCH (GLM_TK_CL_COARSE + 160 * 4)
+#define GLM_TK_CL_TOTALS (GLM_TK_CL_SCRATCH + GLM_TK_SCRATCH * 4)
+#define GLM_TK_CL_KEYS (GLM_TK_CL_TOTALS + 16)
+#define GLM_TK_CL_FIXED GLM_TK_CL_KEYS
+static_assert(GLM_TK_CL_KEYS % 16 == 0, "keys stored 16 bytes at a time");
+static_assert(GLM_TK_CL_FIXED == 21648, "runtime/launch topKClusterSmem mirrors this layout");
+
+__device__ __forceinline__ uint32_t glm_dynamic_smem_size() {
+  uint32_t r;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
+
+// coarse[c] = sum of hist[32 c .. 32 c + 32), c < nbins / 32 (one warp per coarse bin).
+__device__ __forceinline__ void glm_tk_coarse(const uint32_t *hist, int nbins, uint32_t *coarse) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int c = warp; c < nbins / 32; c += GLM_TK_WARPS) {
+    const uint32_t v = __reduce_add_sync(0xffffffffu, hist[32 * c + lane]);
+    if (lane == 0)
+      coarse[c] = v;
+  }
+}
+
+// Sum over lanes >= this one (warp-wide suffix sum; lane 31 holds the highest bins).
+__device__ __forceinline__ uint32_t glm_tk_suffix(uint32_t v) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_down_sync(0xffffffffu, v, o);
+    if (lane + o < 32)
+      v += y;
+  }
+  return v;
+}
+
+// glm_tk_select over the cluster's summed histogram of a pass: hist and coarse are this CTA's
+// (complete in every CTA of the cluster: call after a cluster barrier). Warp 0 sums the C CTAs'
+// coarse bins (lane l: bins l cpl .. l cpl + cpl - 1), finds the coarse bin c* holding the
+// remaining-th largest, then sums c*'s 32 bins (lane l: bin 32 c* + l) and finds the digit.
+// Writes misc[0] = the digit, misc[1] = the count above it; ends with a barrier. Requires
+// sum(hist over the cluster) >= remaining >= 1.
+__device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, const uint32_t *coarse,
+                                                      int nbins, uint32_t remaining,
+                                                      unsigned csize, uint32_t *misc) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const int cpl = nbins / 32 / 32; // coarse bins per lane: 2 (2048 bins) or 1 (1024)
+    uint32_t c0 = 0, c1 = 0;
+    {
+      const uint32_t a = glm_smem_addr(coarse + lane * cpl);
+      uint32_t v0[GLM_TK_MAX_CLUSTER], v1[GLM_TK_MAX_CLUSTER];
+#pragma unroll
+      for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
+        if (q < static_cast<int>(csize)) {
+          const uint32_t peer = glm_cluster_map(a, static_cast<unsigned>(q));
+          v0[q] = glm_ld_cluster_u32(peer);
+          v1[q] = cpl == 2 ? glm_ld_cluster_u32(peer + 4) : 0u;
+        }
+#pragma unroll
+      for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
+        if (q < static_cast<int>(csize)) {
+          c0 += v0[q];
+          c1 += v1[q];
+        }
+    }
+    // Descending: the lane's higher bin (c1 when cpl == 2) first.
+    uint32_t above = glm_tk_suffix(c0 + c1) - (c0 + c1);
+    int hit = -1;
+    uint32_t hit_above = 0;
+    if (cpl == 2) {
+      if (above < remaining && above + c1 >= remaining) {
+        hit = 2 * lane + 1;
+        hit_above = above;
+      }
+      above += c1;
+    }
+    if (above < remaining && above + c0 >= remaining) {
+      hit = lane * cpl;
+      hit_above = above;
+    }
+    uint32_t bm = __ballot_sync(0xffffffffu, hit >= 0);
+    int src = __ffs(bm) - 1; // exactly one lane
+    const int cstar = __shfl_sync(0xffffffffu, hit, src);
+    const uint32_t base = __shfl_sync(0xffffffffu, hit_above, src);
+    uint32_t f = 0;
+    {
+      const uint32_t a = glm_smem_addr(hist + 32 * cstar + lane);
+      uint32_t v[GLM_TK_MAX_CLUSTER];
+#pragma unroll
+      for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
+        if (q < static_cast<int>(csize))
+          v[q] = glm_ld_cluster_u32(glm_cluster_map(a, static_cast<unsigned>(q)));
+#pragma unroll
+      for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
+        if (q < static_cast<int>(csize))
+          f += v[q];
+    }
+    above = base + glm_tk_suffix(f) - f;
+    bm = __ballot_sync(0xffffffffu, above < remaining && above + f >= remaining);
+    src = __ffs(bm) - 1;
+    if (lane == src) {
+      misc[0] = static_cast<uint32_t>(32 * cstar + lane);
+      misc[1] = above;
+    }
+  }
+  __syncthreads();
+}
+
+// One row per cluster; scores, positions, outputs and block table as in topk_row.
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+    topk_cluster(const float *__restrict__ scores, int ld, int n_cols,
+                 const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
+                 int32_t *__restrict__ slots, const int32_t *__restrict__ block_table,
+                 int bt_stride, int rows_per_seq) {
+  glm_grid_chain();
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint32_t *hist0 = reinterpret_cast<uint32_t *>(smem);
+  uint32_t *hist1 = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_HIST1);
+  uint32_t *hist2 = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_HIST2);
+  uint32_t *coarse = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_COARSE);
+  uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_SCRATCH);
+  uint32_t *totals = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_TOTALS);
+  uint32_t *keys = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_KEYS);
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const unsigned csize = glm_cluster_size(), rank = glm_cluster_rank();
+  const int row = blockIdx.y;
+  int32_t *out = indices + static_cast<long long>(row) * k;
+  int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
+  const int32_t *bt =
+      slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  const float *src = scores + static_cast<long long>(row) * ld;
+  GLM_TK_STAMP(2, 0);
+  const int n = glm_tk_candidates(positions[row], n_cols);
+  const int C = static_cast<int>(csize), r = static_cast<int>(rank);
+  if (n <= k) {
+    // The whole cluster takes this branch (n is the row's): no cluster barrier. CTA r writes
+    // output entries [r q, (r + 1) q): every causal position, then -1.
+    const int q = (k + C - 1) / C;
+    for (int j = r * q + tid; j < min(k, (r + 1) * q); j += GLM_TOPK_THREADS) {
+      out[j] = j < n ? j : -1;
+      if (sout)
+        sout[j] = j < n ? glm_tk_slot(bt, j) : -1;
+    }
+    return;
+  }
+  const int seg = ((n + C - 1) / C + 3) & ~3;
+  if (GLM_TK_CL_FIXED + 4u * static_cast<uint32_t>(seg) > glm_dynamic_smem_size())
+    __trap(); // the launch sized shared memory for fewer columns than the row has
+  const int lo = min(n, r * seg), len = min(n, lo + seg) - lo;
+
+  for (int b = tid; b < 2 * GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
+    hist0[b] = 0; // hist0, hist1, hist2 are contiguous
+  __syncthreads();
+  // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
+  // lane 4 consecutive positions, GLM_TK_BATCH / 2 loads in flight per lane.
+  {
+    const float *s0 = src + lo;
+    const bool vec = (reinterpret_cast<unsigned long long>(s0) & 15) == 0;
+    constexpr int kB = GLM_TK_BATCH / 2 > 0 ? GLM_TK_BATCH / 2 : 1;
+    const int step = 4 * GLM_TOPK_THREADS * kB;
+    for (int base = 4 * (tid - lane); base < len; base += step) { // warp-uniform bounds
+      float4 v[kB];
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
+        if (vec && i + 4 <= len) {
+          v[u] = *reinterpret_cast<const float4 *>(s0 + i);
+        } else {
+          v[u].x = i < len ? s0[i] : 0.f;
+          v[u].y = i + 1 < len ? s0[i + 1] : 0.f;
+          v[u].z = i + 2 < len ? s0[i + 2] : 0.f;
+          v[u].w = i + 3 < len ? s0[i + 3] : 0.f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
+        const uint4 kk = make_uint4(glm_tk_key(v[u].x), glm_tk_key(v[u].y), glm_tk_key(v[u].z),
+                                    glm_tk_key(v[u].w));
+        if (i < len) // seg is a multiple of 4 and keys has room for it: a whole uint4 fits
+          *reinterpret_cast<uint4 *>(keys + i) = kk;
+        glm_tk_hist_add(hist0, kk.x >> 21, i < len);
+        glm_tk_hist_add(hist0, kk.y >> 21, i + 1 < len);
+        glm_tk_hist_add(hist0, kk.z >> 21, i + 2 < len);
+        glm_tk_hist_add(hist0, kk.w >> 21, i + 3 < len);
+      }
+    }
+  }
+  GLM_TK_STAMP(2, 1);
+  // Pass p: this CTA's histogram complete (barrier), its coarse sums, the cluster barrier that
+  // publishes both, then the select over the cluster's sums.
+  uint32_t prefix = 0, remaining = static_cast<uint32_t>(k);
+#pragma unroll 1
+  for (int p = 0; p < 3; ++p) {
+    uint32_t *h = p == 0 ? hist0 : p == 1 ? hist1 : hist2;
+    uint32_t *co = coarse + 64 * p; // 64, 64, 32 sums
+    const int nbins = glm_tk_nbins(p);
+    __syncthreads();
+    glm_tk_coarse(h, nbins, co);
+    glm_cluster_arrive();
+    glm_cluster_wait();
+    glm_tk_cluster_select(h, co, nbins, remaining, csize, misc);
+    GLM_TK_STAMP(2, 2 + p);
+    prefix |= misc[0] << glm_tk_shift(p);
+    remaining -= misc[1];
+    if (p == 2)
+      break;
+    // Pass p + 1 over the keys matching the prefix; misc is next written after the barriers
+    // that follow, which every thread passes after reading it here.
+    const int shift = glm_tk_shift(p + 1), nb = glm_tk_nbins(p + 1);
+    const uint32_t himask = glm_tk_himask(p + 1);
+    uint32_t *hn = p == 0 ? hist1 : hist2;
+    for (int base = tid - lane; base < len; base += GLM_TOPK_THREADS) {
+      const int i = base + lane;
+      const uint32_t kk = i < len ? keys[i] : 0u;
+      glm_tk_hist_add(hn, (kk >> shift) & static_cast<uint32_t>(nb - 1),
+                      i < len && (kk & himask) == prefix);
+    }
+  }
+  const uint32_t kth = prefix, need = remaining;
+
+  // Counts per warp piece; the CTA's totals for the peers; warp 0 sums the lower-ranked CTAs'
+  // totals (one load per lane); then the ordered emit.
+  int wlo, whi;
+  glm_tk_warp_range(0, len, &wlo, &whi);
+  uint32_t gt, eq;
+  glm_tk_warp_count(nullptr, keys, wlo, whi, kth, &gt, &eq);
+  uint32_t *pairs = scratch + GLM_TK_PAIRS;
+  if (lane == 0) {
+    pairs[2 * warp] = gt;
+    pairs[2 * warp + 1] = eq;
+  }
+  __syncthreads();
+  uint32_t gt0 = 0, eq0 = 0;
+  if (warp == 0) {
+    uint32_t gtc = lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u;
+    uint32_t eqc = lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u;
+    gtc = __reduce_add_sync(0xffffffffu, gtc);
+    eqc = __reduce_add_sync(0xffffffffu, eqc);
+    if (lane == 0) {
+      totals[0] = gtc;
+      totals[1] = eqc;
+    }
+  }
+  glm_cluster_arrive();
+  glm_cluster_wait();
+  if (warp == 0) {
+    uint32_t g = 0, e = 0;
+    if (lane < r) {
+      const uint32_t peer = glm_cluster_map(glm_smem_addr(totals), static_cast<unsigned>(lane));
+      g = glm_ld_cluster_u32(peer);
+      e = glm_ld_cluster_u32(peer + 4);
+    }
+    g = __reduce_add_sync(0xffffffffu, g);
+    e = __reduce_add_sync(0xffffffffu, e);
+    if (lane == 0) {
+      misc[2] = g;
+      misc[3] = e;
+    }
+  }
+  // The last remote reads are done (their values used): a peer may leave once every CTA has
+  // arrived here; nobody leaves before then (the wait at the end).
+  glm_cluster_arrive_relaxed();
+  __syncthreads();
+  gt0 = misc[2];
+  eq0 = misc[3];
+  for (int w = 0; w < warp; ++w) {
+    gt0 += pairs[2 * w];
+    eq0 += pairs[2 * w + 1];
+  }
+  glm_tk_warp_emit(nullptr, keys, wlo, whi, kth, need, gt0, eq0, out, sout, bt, lo);
+  GLM_TK_STAMP(2, 5);
+  glm_cluster_wait();
 }

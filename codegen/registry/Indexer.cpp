@@ -176,6 +176,10 @@ glm5rt::StatusOr<TopKConfig> selectTopK(const Target &tiles, const TopKShape &sh
     cfg.cache = cache;
     cfg.dynamicSmem = smem;
     cfg.shape = shape;
+    // topk_cluster: 8 CTAs of this many keys cover 128K positions on SM120, 256K on Hopper.
+    for (int keys = 32768; keys >= 1024 && cfg.clusterKeys == 0; keys /= 2)
+      if (glm5rt::launch::topKClusterSmem(keys) <= tiles.maxSharedPerBlock)
+        cfg.clusterKeys = keys;
     return cfg;
   }
   return makeStatus(StatusCode::kUnimplemented, "no topk variant fits %s:%s", tiles.name,
@@ -191,6 +195,7 @@ glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg) {
   p.segElems = cfg.segElems;
   p.maxK = cfg.maxK;
   p.page = cfg.shape.page;
+  p.clusterKeys = cfg.clusterKeys;
   return p;
 }
 
@@ -210,6 +215,7 @@ TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int6
   plan.segments = g.segments;
   plan.segmentLen = g.segmentLen;
   plan.workspaceBytes = g.workspaceBytes;
+  plan.cluster = g.cluster;
   return plan;
 }
 

@@ -64,6 +64,8 @@ struct TopKConfig {
   int candSmem = 4096;     // candidates the finishing CTA copies to shared memory
   int64_t dynamicSmem = 0; // topk_row's bytes, must equal GLM_TK_SMEM_BYTES
   int64_t collectSmem = 0; // topk_seg_collect's bytes, must equal GLM_TK_CSMEM_BYTES
+  int clusterKeys = 0;     // topk_cluster's most keys per CTA (its largest dynamic shared memory:
+                           // glm5rt::launch::topKClusterSmem(clusterKeys))
   TopKShape shape;
 };
 
@@ -72,17 +74,20 @@ int64_t topKRowSmem(int cache);
 // Bytes of topk_seg_collect's dynamic shared memory (mirrors topk.cuh).
 int64_t topKCollectSmem(int maxK, int candSmem);
 
-// Picks the largest shared-memory cache with two topk_row CTAs per SM.
+// Picks the largest shared-memory cache with two topk_row CTAs per SM, and the most keys per
+// topk_cluster CTA (a power of two) one CTA's shared memory holds.
 glm5rt::StatusOr<TopKConfig> selectTopK(const Target &tiles, const TopKShape &shape);
 
-// How a [rows, cols] score matrix with top-k `k` is selected: segments == 0 is topk_row (grid
-// rows, cfg.dynamicSmem); otherwise the multi-CTA variant, topk_seg_hist0 then topk_seg_collect
+// How a [rows, cols] score matrix with top-k `k` is selected (on a device that places clusters
+// of 8): cluster > 0 is topk_cluster (glm5rt::launch::TopKGrid); else segments == 0 is topk_row
+// (grid rows, cfg.dynamicSmem); otherwise the multi-CTA variant, topk_seg_hist0 then topk_seg_collect
 // (cfg.collectSmem), both on grid (segments, rows), with a workspace of workspaceBytes zeroed
 // once at allocation (every complete pair of launches leaves it zero again).
 struct TopKPlan {
   int segments = 0;
   int segmentLen = 0;
   int64_t workspaceBytes = 0;
+  int cluster = 0; // > 0: topk_cluster in clusters of this many CTAs (at most 8)
   bool multi() const { return segments > 0; }
 };
 TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
@@ -97,7 +102,7 @@ int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int
 glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg);
 
 // The translation unit of the top-k kernels (entries topk_row, topk_seg_hist0,
-// topk_seg_collect). The score row stride and the block table follow the kernels' comments.
+// topk_seg_collect, topk_cluster). The score row stride and the block table follow the kernels' comments.
 std::string topKSource(const TopKConfig &cfg);
 
 } // namespace glm5c::codegen

@@ -128,16 +128,22 @@ Status Backend::loadKernels() {
     Module m = nullptr;
     GLM5_RETURN_IF_ERROR(drv_->loadModule(images[i].data, &m, what));
     modules_.push_back(m);
-    int64_t collect = 0;
+    int64_t collect = 0, clusterKeys = 0;
     if (k->params())
-      for (const pl::Attr *a : *k->params())
+      for (const pl::Attr *a : *k->params()) {
         if (a->key()->str() == "collect_smem")
           collect = a->i();
+        if (a->key()->str() == "cluster_keys")
+          clusterKeys = a->i();
+      }
     for (const auto *e : *k->entries()) {
       Function f = nullptr;
       GLM5_RETURN_IF_ERROR(drv_->getFunction(m, e->c_str(), &f));
-      // topk_seg_collect has its own dynamic size; every other entry the kernel's.
-      int smem = e->str() == "topk_seg_collect" ? static_cast<int>(collect) : k->dynamic_smem();
+      // topk_seg_collect and topk_cluster have their own dynamic sizes; every other entry the
+      // kernel's.
+      int smem = e->str() == "topk_seg_collect" ? static_cast<int>(collect)
+                 : e->str() == "topk_cluster"   ? static_cast<int>(launch::topKClusterSmem(clusterKeys))
+                                                : k->dynamic_smem();
       if (smem > 0)
         GLM5_RETURN_IF_ERROR(drv_->setMaxDynamicSmem(f, smem, what + " " + e->str()));
       functions_[i][e->str()] = f;
@@ -515,7 +521,9 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
                           launch::topKParamsOf(*plan_.kernels()->Get(s.kernel())));
     int k = static_cast<int>(attrI("k"));
     const int64_t cols = last + 1;
-    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k);
+    GLM5_ASSIGN_OR_RETURN(Fn cl, fn(s, 0, "topk_cluster"));
+    GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
+    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k, maxCluster);
     grow(needs_.topkWs, g.workspaceBytes);
     grow(needs_.topkPos, T * k * 4);
     DevicePtr sc = ptr(in(0)), pos = ptr(-2), idx = topkPos_, slots = ptr(out(0)), bt = blockTable_;
@@ -525,6 +533,11 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     const unsigned threads = static_cast<unsigned>(tp.threads);
     // The kernels write positions (`indices`, kept for --check) and physical slots (the step's
     // output, what sparse MLA gathers by).
+    if (g.cluster > 0)
+      return goClustered(cl, static_cast<unsigned>(g.cluster), static_cast<unsigned>(T),
+                         static_cast<unsigned>(g.cluster), threads,
+                         static_cast<unsigned>(g.clusterSmem),
+                         {&sc, &ld, &nCols, &pos, &k, &idx, &slots, &bt, &bts, &rps});
     if (!g.multi()) {
       GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "topk_row"));
       return go(f, static_cast<unsigned>(T), 1, 1, threads, static_cast<unsigned>(tp.rowSmem),
@@ -909,20 +922,43 @@ std::string Backend::profileReport() const {
   return out;
 }
 
+StatusOr<int> Backend::topkCluster(Function f, const launch::TopKParams &p) {
+  auto it = topkClusters_.find(f);
+  if (it != topkClusters_.end())
+    return it->second;
+  // The largest cluster (halved from 8) of which the device can place one at topk_cluster's
+  // largest shared memory; a failed query counts as "cannot place", 1 turns the entry off.
+  int cluster = p.clusterKeys > 0 ? launch::kTopKMaxCluster : 1;
+  const size_t smem = static_cast<size_t>(launch::topKClusterSmem(p.clusterKeys));
+  for (; cluster > 1; cluster /= 2) {
+    int n = 0;
+    const unsigned c = static_cast<unsigned>(cluster);
+    if (drv_->clusterOccupancy(f, c, p.threads, smem, c, &n).isOk() && n > 0)
+      break;
+  }
+  topkClusters_.emplace(f, cluster);
+  return cluster;
+}
+
 StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) {
   if (rowTopkCols_ < 0) {
-    // One row per call: topKGrid takes topk_row while the columns are within the kernel's
-    // shared-memory cache (for every top-k step: the smallest cache).
-    rowTopkCols_ = 0;
+    // One row per call: topKGrid takes topk_cluster while the columns are within its clusters'
+    // shared memory (below that, topk_row's cache bounds a cheaper indexer), and topk_row while
+    // they are within its cache; for every top-k step the smallest of each.
+    rowTopkCols_ = clusterTopkCols_ = 0;
+    auto low = [](int64_t have, int64_t v) { return have == 0 ? v : std::min(have, v); };
     for (const pl::Step *s : *ep.steps()) {
       if (s->op() != pl::OpKind::TopK)
         continue;
       GLM5_ASSIGN_OR_RETURN(launch::TopKParams tp,
                             launch::topKParamsOf(*plan_.kernels()->Get(s->kernel())));
-      rowTopkCols_ = rowTopkCols_ == 0 ? tp.cache : std::min<int64_t>(rowTopkCols_, tp.cache);
+      GLM5_ASSIGN_OR_RETURN(Fn cl, fn(*s, 0, "topk_cluster"));
+      GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
+      rowTopkCols_ = low(rowTopkCols_, tp.cache);
+      clusterTopkCols_ = low(clusterTopkCols_, launch::topKClusterCols(tp, maxCluster));
     }
   }
-  return launch::decodeGraphColumns(rowTopkCols_, capacity_, last);
+  return launch::decodeGraphColumns({rowTopkCols_, clusterTopkCols_}, capacity_, last);
 }
 
 Status Backend::captureGraph(const pl::EntryPoint &ep, int64_t cols) {

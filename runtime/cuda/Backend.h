@@ -27,6 +27,7 @@
 #include "runtime/cuda/Nccl.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/kv/PagedKv.h"
+#include "runtime/launch/Attention.h"
 #include "runtime/plan/Plan.h"
 
 #include <map>
@@ -92,6 +93,10 @@ private:
   };
   // Sparse MLA's occupancy on this device per kernel: CTAs per SM, largest placeable cluster.
   std::map<Function, std::pair<int, int>> mlaOccupancy_;
+  // topk_cluster's largest placeable cluster per kernel (at its largest shared memory), 1 if
+  // none: see topkCluster.
+  std::map<Function, int> topkClusters_;
+  StatusOr<int> topkCluster(Function f, const launch::TopKParams &p);
 
   Status alloc(DevicePtr *p, uint64_t bytes, const std::string &what);
   Status loadKernels();
@@ -160,7 +165,8 @@ private:
   // captured at the capacity would run the multi-CTA top-k even while every row is short
   // enough for topk_row (runtime/launch/Attention.cpp topKGrid).
   std::map<int64_t, GraphExec> decodeGraphs_;
-  int64_t rowTopkCols_ = -1; // the top-k steps' one-CTA-per-row limit; -1: not yet computed
+  int64_t rowTopkCols_ = -1;    // the top-k steps' one-CTA-per-row limit; -1: not yet computed
+  int64_t clusterTopkCols_ = 0; // their one-cluster-per-row limit (with rowTopkCols_)
   Status decodeGraphFailed_; // a failed capture: later calls launch step by step
   Needs needs_;
   int64_t traceLast_ = 0; // last position of the call being traced

@@ -45,8 +45,12 @@ StatusOr<IndexerScoreParams> indexerScoreParamsOf(const glm5::plan::Kernel &k) {
   return p;
 }
 
-int64_t decodeGraphColumns(int64_t rowCols, int64_t capacity, int64_t last) {
-  return rowCols > 0 && rowCols < capacity && last < rowCols ? rowCols : capacity;
+int64_t decodeGraphColumns(std::initializer_list<int64_t> bounds, int64_t capacity, int64_t last) {
+  int64_t cols = capacity;
+  for (int64_t b : bounds)
+    if (b > 0 && b < cols && last < b)
+      cols = b;
+  return cols;
 }
 
 int64_t topKWorkspaceBytes(int64_t rows, int64_t cols) { return rows * 2056 * 4 + rows * cols * 8; }
@@ -59,8 +63,23 @@ int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols)
   return static_cast<int>(std::clamp<int64_t>(ceilDiv(want, 1024) * 1024, 2048, maxLen));
 }
 
-TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k) {
+int64_t topKClusterSmem(int64_t keys) { return 21648 + 4 * keys; }
+
+int64_t topKClusterCols(const TopKParams &p, int maxCluster) {
+  return maxCluster > 1 ? int64_t(maxCluster) * p.clusterKeys : 0;
+}
+
+TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
+                  int maxCluster) {
   TopKGrid g;
+  // topk_cluster: one launch and one read of the row, each CTA a segment in shared memory; the
+  // rows' clusters within about two CTAs per SM.
+  if (cols > k && cols <= topKClusterCols(p, maxCluster) &&
+      rows * maxCluster <= 2 * int64_t(smCount)) {
+    g.cluster = maxCluster;
+    g.clusterSmem = topKClusterSmem((ceilDiv(ceilDiv(cols, maxCluster), 4)) * 4);
+    return g;
+  }
   // topk_row is one read and one launch (measured faster than the two multi-CTA launches up to
   // 16K positions on the H200); in prefill the candidate workspace would grow with rows * cols.
   if (k > p.maxK || cols <= p.cache || cols <= k || rows >= smCount)
@@ -73,7 +92,7 @@ TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, 
 
 ParamList topKParamList(const TopKParams &p) {
   return {{"collect_smem", p.collectSmem}, {"cache", p.cache}, {"seg_elems", p.segElems},
-          {"max_k", p.maxK},              {"page", p.page}};
+          {"max_k", p.maxK},              {"page", p.page},   {"cluster_keys", p.clusterKeys}};
 }
 
 StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
@@ -85,6 +104,8 @@ StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
   GLM5_ASSIGN_OR_RETURN(int64_t seg, kernelParam(k, "seg_elems", 1, 1024));
   GLM5_ASSIGN_OR_RETURN(int64_t maxK, kernelParam(k, "max_k", 1, 1 << 24));
   GLM5_ASSIGN_OR_RETURN(p.page, kernelParam(k, "page", 1, 1 << 20));
+  GLM5_ASSIGN_OR_RETURN(int64_t clusterKeys, kernelParam(k, "cluster_keys", 0, 1 << 20));
+  p.clusterKeys = static_cast<int>(clusterKeys);
   p.cache = static_cast<int>(cache);
   p.segElems = static_cast<int>(seg);
   p.maxK = static_cast<int>(maxK);

@@ -8,6 +8,7 @@
 #include "runtime/launch/Params.h"
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace glm5rt::launch {
 
@@ -40,26 +41,46 @@ struct TopKParams {
   int segElems = 0;        // [seg_elems] positions per thread of a multi-CTA segment
   int maxK = 0;            // [max_k] largest k of the multi-CTA variant
   int64_t page = 0;        // [page] cache page size of the slot output (== kv.page_size)
+  int clusterKeys = 0;     // [cluster_keys] topk_cluster's most keys per CTA (0: no such entry)
 };
 
-// segments == 0: topk_row, grid rows, rowSmem. Otherwise topk_seg_hist0 then topk_seg_collect
-// (collectSmem), both on grid (segments, rows), with a workspace of workspaceBytes zeroed once
-// at allocation (every complete pair of launches leaves it zero again).
+// The top-k's cluster: at most 8 CTAs per row (the portable limit).
+constexpr int kTopKMaxCluster = 8;
+// topk_cluster's dynamic shared memory for `keys` keys per CTA (topk.cuh GLM_TK_CL_FIXED + 4
+// per key; keys a multiple of 4).
+int64_t topKClusterSmem(int64_t keys);
+
+// One of three launch forms:
+// - cluster > 0: topk_cluster, grid (cluster, rows) in clusters of (cluster, 1, 1),
+//   clusterSmem bytes of dynamic shared memory;
+// - segments > 0: topk_seg_hist0 then topk_seg_collect (collectSmem), both on grid (segments,
+//   rows), with a workspace of workspaceBytes zeroed once at allocation (every complete pair of
+//   launches leaves it zero again);
+// - otherwise topk_row, grid rows, rowSmem.
 struct TopKGrid {
   int segments = 0;
   int segmentLen = 0;
   int64_t workspaceBytes = 0;
+  int cluster = 0;
+  int64_t clusterSmem = 0;
   bool multi() const { return segments > 0; }
 };
-// topk_row when a row fits its shared-memory cache, when the rows alone fill the SMs (prefill),
-// or when k exceeds the multi-CTA limit; otherwise the two multi-CTA launches.
-TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k);
+// The columns topk_cluster covers with clusters of `maxCluster` CTAs (0 without the entry).
+int64_t topKClusterCols(const TopKParams &p, int maxCluster);
+// topk_cluster while the row fits the cluster's shared memory and the rows' clusters fit one
+// wave (about two CTAs per SM); else topk_row when a row fits its shared-memory cache, when the
+// rows alone fill the SMs (prefill), or when k exceeds the multi-CTA limit; otherwise the two
+// multi-CTA launches. maxCluster: the largest cluster the device places (a power of two; 1
+// disables topk_cluster).
+TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
+                  int maxCluster = kTopKMaxCluster);
 // The column bound of a one-token call's CUDA graph (which fixes the indexer's and top-k's column
-// count) whose last position is `last` < capacity: rowCols (the top-k steps' one-CTA-per-row
-// limit, their smallest `cache`; 0 if none) while it covers the positions and is below the
-// capacity, else the capacity. A graph at the capacity would run the multi-CTA top-k at every
-// position of a long context.
-int64_t decodeGraphColumns(int64_t rowCols, int64_t capacity, int64_t last);
+// count) whose last position is `last` < capacity: the smallest of `bounds` (column counts up to
+// which the top-k keeps a cheaper form: topk_row's cache, topk_cluster's columns; 0 for none)
+// that covers the positions and is below the capacity, else the capacity. A graph at the
+// capacity would run the multi-CTA top-k at every position of a long context, and the indexer
+// over every column.
+int64_t decodeGraphColumns(std::initializer_list<int64_t> bounds, int64_t capacity, int64_t last);
 // The multi-CTA segment length (a multiple of 1024, 2048 to threads * segElems).
 int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols);
 // Per row 2056 uint32 of state, then cols (key, position) candidate pairs.

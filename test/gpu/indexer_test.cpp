@@ -27,7 +27,7 @@ void expectZero(Reporter &report, const std::string &what, long long count) {
 
 struct TopKKernels {
   TopKConfig cfg;
-  cu::Function row = nullptr, hist0 = nullptr, collect = nullptr;
+  cu::Function row = nullptr, hist0 = nullptr, collect = nullptr, cluster = nullptr;
 };
 
 struct ScoreKernel {
@@ -187,13 +187,57 @@ struct TopKResult {
   std::vector<int32_t> idx, slots;
 };
 
-// segLen 0: topk_row; else the two multi-CTA kernels with that segment length (the workspace is
-// checked to be left zero, and a second run to give the same result).
+// A launch form of the top-k: topk_row; the two multi-CTA kernels with segments of segLen;
+// topk_cluster with clusters of `cluster` CTAs.
+struct TopKForm {
+  int segLen = 0, cluster = 0;
+  std::string name() const {
+    return cluster ? " cluster" + std::to_string(cluster)
+                   : segLen ? " multi" + std::to_string(segLen) : " row";
+  }
+  bool isPlan(const TopKPlan &plan) const {
+    return cluster ? plan.cluster == cluster : segLen ? plan.multi() && !plan.cluster
+                                                      : !plan.multi() && !plan.cluster;
+  }
+};
+// The forms a row of nCols positions can take: topk_row, multi-CTA segments of 2048, clusters of
+// 8 and 2 where a cluster's shared memory holds the row.
+std::vector<TopKForm> topKForms(const TopKKernels &tk, int nCols, std::vector<int> segLens) {
+  std::vector<TopKForm> forms = {TopKForm{}};
+  for (int seg : segLens)
+    forms.push_back(TopKForm{seg, 0});
+  for (int c : {8, 2})
+    if ((nCols + c - 1) / c <= tk.cfg.clusterKeys)
+      forms.push_back(TopKForm{0, c});
+  return forms;
+}
+
+// The multi-CTA kernels' workspace is checked to be left zero, and a second run of them and of
+// topk_cluster to give the same result.
 TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, DeviceProblem &d, int k,
-                   int segLen, Reporter &report, const std::string &what) {
+                   const TopKForm &form, Reporter &report, const std::string &what) {
   int ld = p.nCols, nCols = p.nCols, btStride = p.pagesPerSeq, rps = p.rowsPerSeq, kk = k;
+  int segLen = form.segLen;
   cu::DevicePtr idx = ctx.alloc(size_t(p.T) * k * 4), slots = ctx.alloc(size_t(p.T) * k * 4);
   TopKResult r;
+  if (form.cluster) {
+    const int c = form.cluster;
+    const int64_t smem = glm5rt::launch::topKClusterSmem((((p.nCols + c - 1) / c + 3) / 4) * 4);
+    for (int run = 0; run < 2; ++run) {
+      Context::check(ctx.drv->memsetD8(idx, 0xff, size_t(p.T) * k * 4));
+      ctx.launchClustered(tk.cluster, c, p.T, c, tk.cfg.threads, static_cast<unsigned>(smem),
+                          &d.scores, &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table,
+                          &btStride, &rps);
+      std::vector<int32_t> got = ctx.download<int32_t>(idx, size_t(p.T) * k);
+      if (run == 0) {
+        r.idx = got;
+        r.slots = ctx.download<int32_t>(slots, size_t(p.T) * k);
+      } else if (got != r.idx) {
+        report.fail(what + " cluster rerun", "a second run selected differently");
+      }
+    }
+    return r;
+  }
   if (segLen == 0) {
     ctx.launch(tk.row, p.T, 1, 1, tk.cfg.threads, static_cast<unsigned>(tk.cfg.dynamicSmem),
                &d.scores, &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table, &btStride, &rps);
@@ -266,13 +310,13 @@ void checkProblem(Context &ctx, Reporter &report, const ScoreKernel &sk, const T
   for (int k : {16, 2048}) {
     const TopKPlan plan = topKPlan(tk.cfg, ctx.tiles, p.T, p.nCols, k);
     std::vector<int32_t> refDev = hostTopK(got, p, k), refHost = hostTopK(ref, p, k);
-    // topk_row and the multi-CTA kernels with 2048-position segments; "(plan)" marks the
-    // registry's choice.
-    for (int segLen : {0, 2048}) {
-      std::string name = what + " k=" + std::to_string(k) + (segLen ? " multi" : " row");
-      if (segLen == 0 ? !plan.multi() : plan.multi())
+    // topk_row, the multi-CTA kernels with 2048-position segments and topk_cluster; "(plan)"
+    // marks the registry's choice.
+    for (const TopKForm &form : topKForms(tk, p.nCols, {2048})) {
+      std::string name = what + " k=" + std::to_string(k) + form.name();
+      if (form.isPlan(plan))
         name += " (plan)";
-      TopKResult r = runTopK(ctx, tk, p, d, k, segLen, report, name);
+      TopKResult r = runTopK(ctx, tk, p, d, k, form, report, name);
       expectZero(report, "topk vs host on device scores " + name,
                  setMismatch(r.idx, refDev, p.T, k));
       expectZero(report, "topk slots " + name, slotMismatch(p, r, k));
@@ -322,10 +366,11 @@ glm5rt::StatusOr<TopKKernels> buildTopK(Context &ctx) {
     return mod.status();
   if (ctx.compileOnly)
     return tk;
-  const char *names[] = {"topk_row", "topk_seg_hist0", "topk_seg_collect"};
-  cu::Function *fns[] = {&tk.row, &tk.hist0, &tk.collect};
-  const int64_t smem[] = {cfg->dynamicSmem, 0, cfg->collectSmem};
-  for (int i = 0; i < 3; ++i) {
+  const char *names[] = {"topk_row", "topk_seg_hist0", "topk_seg_collect", "topk_cluster"};
+  cu::Function *fns[] = {&tk.row, &tk.hist0, &tk.collect, &tk.cluster};
+  const int64_t smem[] = {cfg->dynamicSmem, 0, cfg->collectSmem,
+                          glm5rt::launch::topKClusterSmem(cfg->clusterKeys)};
+  for (int i = 0; i < 4; ++i) {
     auto fn = ctx.function(*mod, names[i], static_cast<int>(smem[i]));
     if (!fn.isOk())
       return fn.status();
@@ -488,10 +533,10 @@ GPU_TEST(indexer_topk_synthetic) {
     d.pos = ctx.upload(p.pos);
     d.scores = ctx.upload(scores);
     for (int k : {16, 2048})
-      for (int segLen : {0, 2048, 8192}) {
+      for (const TopKForm &form : topKForms(tk, L, {2048, 8192})) {
         std::string name = "synthetic L=" + std::to_string(L) + " k=" + std::to_string(k) +
-                           (segLen ? " multi" : " row");
-        TopKResult r = runTopK(ctx, tk, p, d, k, segLen, report, name);
+                           form.name();
+        TopKResult r = runTopK(ctx, tk, p, d, k, form, report, name);
         expectZero(report, "topk vs host " + name,
                    setMismatch(r.idx, hostTopK(scores, p, k), p.T, k));
         expectZero(report, "topk slots " + name, slotMismatch(p, r, k));

@@ -333,12 +333,51 @@ TEST(Launch, TopKChoosesRowOrSegments) {
   EXPECT_EQ(g.workspaceBytes, 2056 * 4 + 65536 * 8);
   // Decode graphs: topk_row's limit (its cache) while the context is within it, else the
   // capacity; no second bound when the capacity is within the limit or no top-k step has one.
-  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 0), 16384);
-  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 16383), 16384);
-  EXPECT_FALSE(topKGrid(p, 132, 1, decodeGraphColumns(p.cache, 131072, 16383), 2048).multi());
-  EXPECT_EQ(decodeGraphColumns(p.cache, 131072, 16384), 131072);
-  EXPECT_EQ(decodeGraphColumns(p.cache, 8192, 100), 8192);
-  EXPECT_EQ(decodeGraphColumns(0, 131072, 100), 131072);
+  EXPECT_EQ(decodeGraphColumns({p.cache}, 131072, 0), 16384);
+  EXPECT_EQ(decodeGraphColumns({p.cache}, 131072, 16383), 16384);
+  EXPECT_FALSE(topKGrid(p, 132, 1, decodeGraphColumns({p.cache}, 131072, 16383), 2048).multi());
+  EXPECT_EQ(decodeGraphColumns({p.cache}, 131072, 16384), 131072);
+  EXPECT_EQ(decodeGraphColumns({p.cache}, 8192, 100), 8192);
+  EXPECT_EQ(decodeGraphColumns({0}, 131072, 100), 131072);
+}
+
+TEST(Launch, TopKChoosesCluster) {
+  TopKParams p;
+  p.threads = 512;
+  p.rowSmem = 41472;
+  p.collectSmem = 57856;
+  p.cache = 8192;
+  p.segElems = 16;
+  p.maxK = 4096;
+  p.page = 64;
+  p.clusterKeys = 16384;
+  FakeKernel k(topKParamList(p));
+  auto back = topKParamsOf(*k.kernel);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->clusterKeys, 16384);
+  EXPECT_EQ(topKClusterCols(p, 8), 131072);
+  EXPECT_EQ(topKClusterCols(p, 1), 0); // a device that cannot place a cluster: no such path
+  // One row of 128K: one cluster of 8, each CTA a quarter-aligned eighth of the row.
+  TopKGrid g = topKGrid(p, 132, 1, 131072, 2048);
+  EXPECT_EQ(g.cluster, 8);
+  EXPECT_FALSE(g.multi());
+  EXPECT_EQ(g.clusterSmem, topKClusterSmem(16384));
+  EXPECT_EQ(topKClusterSmem(16384), 21648 + 65536);
+  // 1001 columns over 4 CTAs: segments of 252 keys (rounded up to a multiple of 4).
+  EXPECT_EQ(topKGrid(p, 132, 1, 1001, 16, 4).clusterSmem, topKClusterSmem(252));
+  // Rows whose clusters fill more than two CTAs per SM, rows past the cluster's columns, and a
+  // row within k (take-all, one topk_row) do not take it.
+  EXPECT_EQ(topKGrid(p, 132, 33, 8192, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 34, 8192, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 1, 131073, 2048).cluster, 0);
+  EXPECT_TRUE(topKGrid(p, 132, 1, 131073, 2048).multi());
+  EXPECT_EQ(topKGrid(p, 132, 1, 2048, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 1, 65536, 2048, 1).cluster, 0);
+  // Decode graphs: the cluster's limit is the second bound.
+  EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 5000), 8192);
+  EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 8192), 131072);
+  EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 131072), 200000);
+  EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 100000, 9000), 100000);
 }
 
 TEST(Launch, SparseMlaSplitsAndClusters) {
