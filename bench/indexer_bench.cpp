@@ -487,7 +487,12 @@ int main(int argc, char **argv) {
           ps[si].B = B;
           ps[si].L = L;
           ps[si].chunk = indexerScoreChunk(k.sc, plans, B, L);
-          ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK);
+          int resident = 0; // as the runtime asks: clusters of 8 held at once at this size
+          const size_t csmem = static_cast<size_t>(
+              glm5rt::launch::topKClusterSmem(((L + 7) / 8 + 3) / 4 * 4));
+          if (!drv.clusterOccupancy(k.cluster, 8, k.tk.threads, csmem, 8, &resident).isOk())
+            resident = 0;
+          ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK, resident);
           if (topkMode == "row") {
             ps[si].plan = TopKPlan{};
           } else if (topkMode == "cluster") {

@@ -930,10 +930,16 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #define GLM_TK_CL_COARSE (GLM_TK_CL_HIST2 + 1024 * 4) // 64 + 64 + 32 coarse sums
 #define GLM_TK_CL_SCRATCH (GLM_TK_CL_COARSE + 160 * 4)
 #define GLM_TK_CL_TOTALS (GLM_TK_CL_SCRATCH + GLM_TK_SCRATCH * 4)
-#define GLM_TK_CL_KEYS (GLM_TK_CL_TOTALS + 16)
+#define GLM_TK_CL_CAND (GLM_TK_CL_TOTALS + 16) // pass 2's candidates (the keys pass 1 matched)
+#define GLM_TK_CL_CANDS 2048
+// 16-byte score loads in flight per lane (tuning: 8 keep a 16K-key segment's loads in one round).
+#ifndef GLM_TK_CL_LOADS
+#define GLM_TK_CL_LOADS 2
+#endif
+#define GLM_TK_CL_KEYS (GLM_TK_CL_CAND + GLM_TK_CL_CANDS * 4)
 #define GLM_TK_CL_FIXED GLM_TK_CL_KEYS
 static_assert(GLM_TK_CL_KEYS % 16 == 0, "keys stored 16 bytes at a time");
-static_assert(GLM_TK_CL_FIXED == 21648, "runtime/launch topKClusterSmem mirrors this layout");
+static_assert(GLM_TK_CL_FIXED == 29840, "runtime/launch topKClusterSmem mirrors this layout");
 
 __device__ __forceinline__ uint32_t glm_dynamic_smem_size() {
   uint32_t r;
@@ -1036,8 +1042,9 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
   __syncthreads();
 }
 
-// One row per cluster; scores, positions, outputs and block table as in topk_row.
-extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+// One row per cluster; scores, positions, outputs and block table as in topk_row. Two CTAs per
+// SM's registers (a row's cluster then takes four SMs, and twice as many rows are resident).
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     topk_cluster(const float *__restrict__ scores, int ld, int n_cols,
                  const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
                  int32_t *__restrict__ slots, const int32_t *__restrict__ block_table,
@@ -1050,6 +1057,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   uint32_t *coarse = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_COARSE);
   uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_SCRATCH);
   uint32_t *totals = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_TOTALS);
+  uint32_t *cand = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_CAND);
   uint32_t *keys = reinterpret_cast<uint32_t *>(smem + GLM_TK_CL_KEYS);
   uint32_t *misc = scratch + GLM_TK_MISC;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -1087,7 +1095,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   {
     const float *s0 = src + lo;
     const bool vec = (reinterpret_cast<unsigned long long>(s0) & 15) == 0;
-    constexpr int kB = GLM_TK_BATCH / 2 > 0 ? GLM_TK_BATCH / 2 : 1;
+    constexpr int kB = GLM_TK_CL_LOADS;
     const int step = 4 * GLM_TOPK_THREADS * kB;
     for (int base = 4 * (tid - lane); base < len; base += step) { // warp-uniform bounds
       float4 v[kB];
@@ -1136,16 +1144,46 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     remaining -= misc[1];
     if (p == 2)
       break;
-    // Pass p + 1 over the keys matching the prefix; misc is next written after the barriers
-    // that follow, which every thread passes after reading it here.
+    // Pass p + 1 over the keys matching the prefix: pass 1 over the segment, which also
+    // collects its matches as pass 2's candidates (while they fit; the count may pass the
+    // capacity, the stores stop there); pass 2 over those, or the segment again. misc is next
+    // written after the barriers that follow, which every thread passes after reading it here.
     const int shift = glm_tk_shift(p + 1), nb = glm_tk_nbins(p + 1);
     const uint32_t himask = glm_tk_himask(p + 1);
     uint32_t *hn = p == 0 ? hist1 : hist2;
-    for (int base = tid - lane; base < len; base += GLM_TOPK_THREADS) {
-      const int i = base + lane;
-      const uint32_t kk = i < len ? keys[i] : 0u;
-      glm_tk_hist_add(hn, (kk >> shift) & static_cast<uint32_t>(nb - 1),
-                      i < len && (kk & himask) == prefix);
+    const bool from_cand = p == 1 && misc[4] <= GLM_TK_CL_CANDS;
+    const uint32_t *src_keys = from_cand ? cand : keys;
+    const int m = from_cand ? static_cast<int>(misc[4]) : len;
+    __syncthreads(); // every thread has read misc[4]; pass 1 resets it below
+    if (p == 0 && tid == 0)
+      misc[4] = 0;
+    if (p == 0)
+      __syncthreads();
+    constexpr int kB = 4; // keys per lane in flight (8 spill at sm_90's 64 registers)
+    const int step = GLM_TOPK_THREADS * kB;
+    for (int base = (tid - lane) * kB; base < m; base += step) { // warp-uniform
+      uint32_t kk[kB];
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const int i = base + u * 32 + lane;
+        kk[u] = i < m ? src_keys[i] : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const bool match = base + u * 32 + lane < m && (kk[u] & himask) == prefix;
+        glm_tk_hist_add(hn, (kk[u] >> shift) & static_cast<uint32_t>(nb - 1), match);
+        if (p == 0) {
+          const uint32_t bm = __ballot_sync(0xffffffffu, match);
+          if (bm) {
+            uint32_t at = 0;
+            if (lane == __ffs(bm) - 1)
+              at = atomicAdd(&misc[4], static_cast<uint32_t>(__popc(bm)));
+            at = __shfl_sync(0xffffffffu, at, __ffs(bm) - 1) + __popc(bm & ((1u << lane) - 1u));
+            if (match && at < GLM_TK_CL_CANDS)
+              cand[at] = kk[u];
+          }
+        }
+      }
     }
   }
   const uint32_t kth = prefix, need = remaining;

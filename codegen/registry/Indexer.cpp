@@ -208,9 +208,10 @@ int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int
 }
 
 TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
-                  int64_t k) {
-  glm5rt::launch::TopKGrid g =
-      glm5rt::launch::topKGrid(topKLaunchParams(cfg), tiles.smCount, rows, cols, k);
+                  int64_t k, int activeClusters) {
+  glm5rt::launch::TopKGrid g = glm5rt::launch::topKGrid(
+      topKLaunchParams(cfg), tiles.smCount, rows, cols, k,
+      glm5rt::launch::kTopKMaxCluster, activeClusters);
   TopKPlan plan;
   plan.segments = g.segments;
   plan.segmentLen = g.segmentLen;

@@ -90,8 +90,9 @@ struct TopKPlan {
   int cluster = 0; // > 0: topk_cluster in clusters of this many CTAs (at most 8)
   bool multi() const { return segments > 0; }
 };
+// activeClusters: clusters of 8 the device holds at once (0: one CTA per SM assumed).
 TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
-                  int64_t k);
+                  int64_t k, int activeClusters = 0);
 // Workspace bytes of the multi-CTA variant: per row 2056 uint32 of state, then cols
 // (key, position) candidate pairs.
 int64_t topKWorkspaceBytes(int64_t rows, int64_t cols);

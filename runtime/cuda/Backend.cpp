@@ -523,7 +523,8 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     const int64_t cols = last + 1;
     GLM5_ASSIGN_OR_RETURN(Fn cl, fn(s, 0, "topk_cluster"));
     GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
-    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k, maxCluster);
+    GLM5_ASSIGN_OR_RETURN(const int resident, topkResident(cl.f, tp, maxCluster, cols));
+    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k, maxCluster, resident);
     grow(needs_.topkWs, g.workspaceBytes);
     grow(needs_.topkPos, T * k * 4);
     DevicePtr sc = ptr(in(0)), pos = ptr(-2), idx = topkPos_, slots = ptr(out(0)), bt = blockTable_;
@@ -940,11 +941,26 @@ StatusOr<int> Backend::topkCluster(Function f, const launch::TopKParams &p) {
   return cluster;
 }
 
+StatusOr<int> Backend::topkResident(Function f, const launch::TopKParams &p, int cluster,
+                                     int64_t cols) {
+  if (cluster <= 1)
+    return 0;
+  const int64_t smem = launch::topKClusterSmem(((cols + cluster - 1) / cluster + 3) / 4 * 4);
+  auto it = topkResident_.find({f, smem});
+  if (it != topkResident_.end())
+    return it->second;
+  int n = 0;
+  const unsigned c = static_cast<unsigned>(cluster);
+  if (!drv_->clusterOccupancy(f, c, p.threads, static_cast<size_t>(smem), c, &n).isOk())
+    n = 0; // unknown: topKGrid's estimate
+  topkResident_.emplace(std::make_pair(f, smem), n);
+  return n;
+}
+
 StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) {
   if (rowTopkCols_ < 0) {
-    // One row per call: topKGrid takes topk_cluster while the columns are within its clusters'
-    // shared memory (below that, topk_row's cache bounds a cheaper indexer), and topk_row while
-    // they are within its cache; for every top-k step the smallest of each.
+    // One row per call: topKGrid takes topk_row while the columns are within its cache, then
+    // topk_cluster up to topKClusterRowCols; for every top-k step the smallest of each.
     rowTopkCols_ = clusterTopkCols_ = 0;
     auto low = [](int64_t have, int64_t v) { return have == 0 ? v : std::min(have, v); };
     for (const pl::Step *s : *ep.steps()) {
@@ -955,7 +971,8 @@ StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) 
       GLM5_ASSIGN_OR_RETURN(Fn cl, fn(*s, 0, "topk_cluster"));
       GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
       rowTopkCols_ = low(rowTopkCols_, tp.cache);
-      clusterTopkCols_ = low(clusterTopkCols_, launch::topKClusterCols(tp, maxCluster));
+      clusterTopkCols_ = low(clusterTopkCols_,
+                             launch::topKClusterRowCols(tp, drv_->info().smCount, maxCluster));
     }
   }
   return launch::decodeGraphColumns({rowTopkCols_, clusterTopkCols_}, capacity_, last);

@@ -93,10 +93,12 @@ private:
   };
   // Sparse MLA's occupancy on this device per kernel: CTAs per SM, largest placeable cluster.
   std::map<Function, std::pair<int, int>> mlaOccupancy_;
-  // topk_cluster's largest placeable cluster per kernel (at its largest shared memory), 1 if
-  // none: see topkCluster.
+  // topk_cluster's largest placeable cluster per kernel (at its largest shared memory; 1 if
+  // none), and how many such clusters the device holds at once per shared-memory size.
   std::map<Function, int> topkClusters_;
+  std::map<std::pair<Function, int64_t>, int> topkResident_;
   StatusOr<int> topkCluster(Function f, const launch::TopKParams &p);
+  StatusOr<int> topkResident(Function f, const launch::TopKParams &p, int cluster, int64_t cols);
 
   Status alloc(DevicePtr *p, uint64_t bytes, const std::string &what);
   Status loadKernels();

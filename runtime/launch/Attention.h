@@ -67,13 +67,17 @@ struct TopKGrid {
 };
 // The columns topk_cluster covers with clusters of `maxCluster` CTAs (0 without the entry).
 int64_t topKClusterCols(const TopKParams &p, int maxCluster);
-// topk_cluster while the row fits the cluster's shared memory and the rows' clusters fit one
-// wave (about two CTAs per SM); else topk_row when a row fits its shared-memory cache, when the
-// rows alone fill the SMs (prefill), or when k exceeds the multi-CTA limit; otherwise the two
-// multi-CTA launches. maxCluster: the largest cluster the device places (a power of two; 1
-// disables topk_cluster).
+// The most columns for which topKGrid takes topk_cluster for one row (0: never): the decode
+// graph's column bound for it.
+int64_t topKClusterRowCols(const TopKParams &p, int smCount, int maxCluster);
+// topk_row when a row fits its shared-memory cache (measured faster than topk_cluster there);
+// else topk_cluster while the row fits the cluster's shared memory and every row's cluster is
+// resident at once; else topk_row when the rows alone fill the SMs (prefill) or k exceeds the
+// multi-CTA limit; otherwise the two multi-CTA launches. maxCluster: the largest cluster the
+// device places (a power of two; 1 disables topk_cluster); activeClusters: how many of them the
+// device holds at once (0: assume one CTA per SM).
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
-                  int maxCluster = kTopKMaxCluster);
+                  int maxCluster = kTopKMaxCluster, int activeClusters = 0);
 // The column bound of a one-token call's CUDA graph (which fixes the indexer's and top-k's column
 // count) whose last position is `last` < capacity: the smallest of `bounds` (column counts up to
 // which the top-k keeps a cheaper form: topk_row's cache, topk_cluster's columns; 0 for none)

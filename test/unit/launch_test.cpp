@@ -357,23 +357,40 @@ TEST(Launch, TopKChoosesCluster) {
   EXPECT_EQ(back->clusterKeys, 16384);
   EXPECT_EQ(topKClusterCols(p, 8), 131072);
   EXPECT_EQ(topKClusterCols(p, 1), 0); // a device that cannot place a cluster: no such path
-  // One row of 128K: one cluster of 8, each CTA a quarter-aligned eighth of the row.
-  TopKGrid g = topKGrid(p, 132, 1, 131072, 2048);
+  // Eight rows of 128K: a cluster of 8 per row, each CTA an eighth of the row.
+  TopKGrid g = topKGrid(p, 132, 8, 131072, 2048);
   EXPECT_EQ(g.cluster, 8);
   EXPECT_FALSE(g.multi());
   EXPECT_EQ(g.clusterSmem, topKClusterSmem(16384));
-  EXPECT_EQ(topKClusterSmem(16384), 21648 + 65536);
-  // 1001 columns over 4 CTAs: segments of 252 keys (rounded up to a multiple of 4).
-  EXPECT_EQ(topKGrid(p, 132, 1, 1001, 16, 4).clusterSmem, topKClusterSmem(252));
-  // Rows whose clusters fill more than two CTAs per SM, rows past the cluster's columns, and a
-  // row within k (take-all, one topk_row) do not take it.
-  EXPECT_EQ(topKGrid(p, 132, 33, 8192, 2048).cluster, 8);
-  EXPECT_EQ(topKGrid(p, 132, 34, 8192, 2048).cluster, 0);
+  EXPECT_EQ(topKClusterSmem(16384), 29840 + 65536);
+  // 10001 columns over 4 CTAs: segments of 2504 keys (rounded up to a multiple of 4).
+  EXPECT_EQ(topKGrid(p, 132, 1, 10001, 16, 4).clusterSmem, topKClusterSmem(2504));
+  // Rows within topk_row's cache, rows past the cluster's columns, a row within k, a device
+  // without clusters, and more rows than resident clusters (16 by default on 132 SMs; the
+  // device's count when given) do not take it.
+  EXPECT_EQ(topKGrid(p, 132, 1, 8192, 2048).cluster, 0);
   EXPECT_EQ(topKGrid(p, 132, 1, 131073, 2048).cluster, 0);
   EXPECT_TRUE(topKGrid(p, 132, 1, 131073, 2048).multi());
   EXPECT_EQ(topKGrid(p, 132, 1, 2048, 2048).cluster, 0);
   EXPECT_EQ(topKGrid(p, 132, 1, 65536, 2048, 1).cluster, 0);
-  // Decode graphs: the cluster's limit is the second bound.
+  EXPECT_EQ(topKGrid(p, 132, 16, 32768, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 17, 32768, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 30, 32768, 2048, 8, 30).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 31, 32768, 2048, 8, 30).cluster, 0);
+  // Segments over 4096 keys take it only with clusters over a quarter of the SMs: one row of
+  // 128K columns does not (the multi-CTA launches), five rows do.
+  EXPECT_EQ(topKGrid(p, 132, 1, 32768, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 1, 131072, 2048).cluster, 0);
+  EXPECT_TRUE(topKGrid(p, 132, 1, 131072, 2048).multi());
+  EXPECT_EQ(topKGrid(p, 132, 4, 131072, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 5, 131072, 2048).cluster, 8);
+  // Decode graphs: one row takes the cluster up to 8 x 4096 columns on 132 SMs (all of its
+  // columns where 8 CTAs are a quarter of the SMs).
+  EXPECT_EQ(topKClusterRowCols(p, 132, 8), 32768);
+  EXPECT_EQ(topKGrid(p, 132, 1, 32768, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 1, 32769, 2048).cluster, 0);
+  EXPECT_EQ(topKClusterRowCols(p, 32, 8), 131072);
+  EXPECT_EQ(topKClusterRowCols(p, 132, 1), 0);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 5000), 8192);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 8192), 131072);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 131072), 200000);
