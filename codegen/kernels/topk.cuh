@@ -27,6 +27,10 @@
 // among the candidates (two key passes, position passes on a tie at the cut), merges, and writes
 // the k positions in ascending order through a bitmap of the row in shared memory.
 //
+// topk_cluster: one launch, a thread-block cluster of CTAs per row, each holding a segment's keys
+// in shared memory; the passes' digits come from the cluster's summed histograms read through
+// distributed shared memory (see its section at the end of this file).
+//
 // Instantiation constants: GLM_PAGE (positions per cache page, a power of two),
 // GLM_TOPK_THREADS (threads of every entry, a power of two in 64..1024), GLM_TOPK_CACHE,
 // GLM_TOPK_SEG_ELEMS (positions per thread of a segment), GLM_TOPK_MAXK (largest k of the
