@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 
 using namespace glm5c::gputest;
@@ -220,22 +221,31 @@ TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, Device
   int segLen = form.segLen;
   cu::DevicePtr idx = ctx.alloc(size_t(p.T) * k * 4), slots = ctx.alloc(size_t(p.T) * k * 4);
   TopKResult r;
-  if (form.cluster) {
-    const int c = form.cluster;
-    const int64_t smem = glm5rt::launch::topKClusterSmem((((p.nCols + c - 1) / c + 3) / 4) * 4);
+  // Runs `launch` twice, the indices poisoned before each: the first run's result, and a failure
+  // when the second selects differently.
+  auto twice = [&](const std::function<void()> &launch, const char *form) {
     for (int run = 0; run < 2; ++run) {
       Context::check(ctx.drv->memsetD8(idx, 0xff, size_t(p.T) * k * 4));
-      ctx.launchClustered(tk.cluster, c, p.T, c, tk.cfg.threads, static_cast<unsigned>(smem),
-                          &d.scores, &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table,
-                          &btStride, &rps);
+      launch();
       std::vector<int32_t> got = ctx.download<int32_t>(idx, size_t(p.T) * k);
       if (run == 0) {
         r.idx = got;
         r.slots = ctx.download<int32_t>(slots, size_t(p.T) * k);
       } else if (got != r.idx) {
-        report.fail(what + " cluster rerun", "a second run selected differently");
+        report.fail(what + " " + form + " rerun", "a second run selected differently");
       }
     }
+  };
+  if (form.cluster) {
+    const int c = form.cluster;
+    const int64_t smem = glm5rt::launch::topKClusterSmem((((p.nCols + c - 1) / c + 3) / 4) * 4);
+    twice(
+        [&] {
+          ctx.launchClustered(tk.cluster, c, p.T, c, tk.cfg.threads, static_cast<unsigned>(smem),
+                              &d.scores, &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table,
+                              &btStride, &rps);
+        },
+        "cluster");
     return r;
   }
   if (segLen == 0) {
@@ -249,21 +259,15 @@ TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, Device
   size_t wsBytes = topKWorkspaceBytes(p.T, p.nCols);
   cu::DevicePtr ws = ctx.alloc(wsBytes, false);
   Context::check(ctx.drv->memsetD8(ws, 0, wsBytes));
-  for (int run = 0; run < 2; ++run) {
-    Context::check(ctx.drv->memsetD8(idx, 0xff, size_t(p.T) * k * 4));
-    ctx.launch(tk.hist0, segs, p.T, 1, tk.cfg.threads, 0, &d.scores, &ld, &nCols, &d.pos, &kk, &ws,
-               &segLen);
-    ctx.launch(tk.collect, segs, p.T, 1, tk.cfg.threads, static_cast<unsigned>(tk.cfg.collectSmem),
-               &d.scores, &ld, &nCols, &d.pos, &kk, &ws, &segLen, &idx, &slots, &d.table, &btStride,
-               &rps);
-    std::vector<int32_t> got = ctx.download<int32_t>(idx, size_t(p.T) * k);
-    if (run == 0) {
-      r.idx = got;
-      r.slots = ctx.download<int32_t>(slots, size_t(p.T) * k);
-    } else if (got != r.idx) {
-      report.fail(what + " multi-CTA rerun", "a second run selected differently");
-    }
-  }
+  twice(
+      [&] {
+        ctx.launch(tk.hist0, segs, p.T, 1, tk.cfg.threads, 0, &d.scores, &ld, &nCols, &d.pos, &kk,
+                   &ws, &segLen);
+        ctx.launch(tk.collect, segs, p.T, 1, tk.cfg.threads,
+                   static_cast<unsigned>(tk.cfg.collectSmem), &d.scores, &ld, &nCols, &d.pos, &kk,
+                   &ws, &segLen, &idx, &slots, &d.table, &btStride, &rps);
+      },
+      "multi-CTA");
   std::vector<uint32_t> wsHost = ctx.download<uint32_t>(ws, wsBytes / 4);
   long long dirty = 0;
   for (int t = 0; t < p.T; ++t)
