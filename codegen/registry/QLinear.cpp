@@ -66,14 +66,20 @@ constexpr uint32_t kBf16 = 30;                        // ggml type id of BF16
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // x chunk sizes to try, largest first: all of K (at most 16384), then powers of two from 8192
-// down to `smallest` (every one a multiple of the 256-element step).
+// down to `smallest` (every one a multiple of the 256-element step) that divide K: a partial last
+// chunk costs a whole chunk's barrier and x staging for part of the work (H200, Q4_0 lm_head
+// 6144 -> 154880 at one token: x chunks of 4096 161.1 us, of 2048 156.3; Q4_K 151.0 / 148.9;
+// bench/RESULTS.md 2026-11-30). Only when none divides, every size.
 std::vector<int64_t> chunkSizes(int64_t K, int64_t smallest) {
   const int64_t first = std::min<int64_t>(roundUp(K, kStep), 16384);
-  std::vector<int64_t> v = {first};
+  std::vector<int64_t> v = {first}, all = {first};
   for (int64_t kc = 8192; kc >= smallest; kc /= 2)
-    if (kc < first)
-      v.push_back(kc);
-  return v;
+    if (kc < first) {
+      all.push_back(kc);
+      if (K % kc == 0)
+        v.push_back(kc);
+    }
+  return first >= K || v.size() > 1 ? v : all;
 }
 
 std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int stages, int64_t kc) {
