@@ -1122,10 +1122,17 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
                                     glm_tk_key(v[u].w));
         if (i < len) // seg is a multiple of 4 and keys has room for it: a whole uint4 fits
           *reinterpret_cast<uint4 *>(keys + i) = kk;
-        glm_tk_hist_add(hist0, kk.x >> 21, i < len);
-        glm_tk_hist_add(hist0, kk.y >> 21, i + 1 < len);
-        glm_tk_hist_add(hist0, kk.z >> 21, i + 2 < len);
-        glm_tk_hist_add(hist0, kk.w >> 21, i + 3 < len);
+        // Plain shared-memory atomics: glm_tk_hist_add's equal-bin check (a vote, a shuffle and
+        // a branch per key) was the largest part of this loop in a profile (1 x 128K); a row of
+        // equal scores only serializes these atomics.
+        if (i < len)
+          atomicAdd(&hist0[kk.x >> 21], 1u);
+        if (i + 1 < len)
+          atomicAdd(&hist0[kk.y >> 21], 1u);
+        if (i + 2 < len)
+          atomicAdd(&hist0[kk.z >> 21], 1u);
+        if (i + 3 < len)
+          atomicAdd(&hist0[kk.w >> 21], 1u);
       }
     }
   }
@@ -1175,7 +1182,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
 #pragma unroll
       for (int u = 0; u < kB; ++u) {
         const bool match = base + u * 32 + lane < m && (kk[u] & himask) == prefix;
-        glm_tk_hist_add(hn, (kk[u] >> shift) & static_cast<uint32_t>(nb - 1), match);
+        if (match)
+          atomicAdd(&hn[(kk[u] >> shift) & static_cast<uint32_t>(nb - 1)], 1u);
         if (p == 0) {
           const uint32_t bm = __ballot_sync(0xffffffffu, match);
           if (bm) {

@@ -971,8 +971,7 @@ StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) 
       GLM5_ASSIGN_OR_RETURN(Fn cl, fn(*s, 0, "topk_cluster"));
       GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
       rowTopkCols_ = low(rowTopkCols_, tp.cache);
-      clusterTopkCols_ = low(clusterTopkCols_,
-                             launch::topKClusterRowCols(tp, drv_->info().smCount, maxCluster));
+      clusterTopkCols_ = low(clusterTopkCols_, launch::topKClusterRowCols(tp, maxCluster));
     }
   }
   return launch::decodeGraphColumns({rowTopkCols_, clusterTopkCols_}, capacity_, last);

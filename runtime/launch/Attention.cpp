@@ -7,8 +7,6 @@ namespace glm5rt::launch {
 
 namespace {
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// topk_cluster's segments up to this many keys take it whatever the row count (topKGrid).
-constexpr int64_t kTopKShortSegment = 4096;
 } // namespace
 
 IndexerScoreGrid indexerScoreGrid(const IndexerScoreParams &p, int smCount, int64_t rows,
@@ -71,27 +69,22 @@ int64_t topKClusterCols(const TopKParams &p, int maxCluster) {
   return maxCluster > 1 ? int64_t(maxCluster) * p.clusterKeys : 0;
 }
 
-int64_t topKClusterRowCols(const TopKParams &p, int smCount, int maxCluster) {
+int64_t topKClusterRowCols(const TopKParams &p, int maxCluster) {
   const int64_t cols = topKClusterCols(p, maxCluster);
-  if (cols <= p.cache)
-    return 0;
-  return maxCluster * 4 >= smCount ? cols : std::min(cols, int64_t(maxCluster) * kTopKShortSegment);
+  return cols > p.cache ? cols : 0;
 }
 
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
                   int maxCluster, int activeClusters) {
   TopKGrid g;
-  // topk_cluster: one launch and one read of the row, each CTA a segment in shared memory; every
-  // row's cluster resident at once (a second wave doubles its time). Its CTAs' passes cost about
-  // 0.3 us per 1000 keys, so few clusters of long segments lose to the multi-CTA launches, which
-  // spread a row over many SMs: measured on the H200 (bench/RESULTS.md, 2026-11-30), 1 x 32K
-  // 14.1 us against 18.8, 8 x 128K 28.8 against 35.8, but 1 x 128K 25.1 against 20.7. So: short
-  // segments (at most 4096 keys), or clusters covering a quarter of the SMs.
+  // topk_cluster: one launch and one read of the row, each CTA a segment in shared memory. Measured
+  // on the H200 (bench/RESULTS.md, 2026-11-30) against the multi-CTA launches: faster or equal at
+  // every decode shape past topk_row's cache (1 x 32K 12.2 us against 18.8, 8 x 128K 24.4 against
+  // 35.8, 1 x 128K 20.9 against 20.6), also with 32 rows whose clusters take two waves (32 x
+  // 32K 27.7 against 31.4). More rows than two waves' worth keep the older forms.
   const int64_t resident = activeClusters > 0 ? activeClusters : smCount / std::max(maxCluster, 1);
-  const bool shortSegments = ceilDiv(cols, std::max(maxCluster, 1)) <= kTopKShortSegment;
-  const bool manyRows = rows * maxCluster * 4 >= smCount;
-  if (cols > p.cache && cols > k && cols <= topKClusterCols(p, maxCluster) && rows <= resident &&
-      (shortSegments || manyRows)) {
+  if (cols > p.cache && cols > k && cols <= topKClusterCols(p, maxCluster) &&
+      rows <= 2 * resident) {
     g.cluster = maxCluster;
     g.clusterSmem = topKClusterSmem((ceilDiv(ceilDiv(cols, maxCluster), 4)) * 4);
     return g;

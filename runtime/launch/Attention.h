@@ -69,10 +69,10 @@ struct TopKGrid {
 int64_t topKClusterCols(const TopKParams &p, int maxCluster);
 // The most columns for which topKGrid takes topk_cluster for one row (0: never): the decode
 // graph's column bound for it.
-int64_t topKClusterRowCols(const TopKParams &p, int smCount, int maxCluster);
+int64_t topKClusterRowCols(const TopKParams &p, int maxCluster);
 // topk_row when a row fits its shared-memory cache (measured faster than topk_cluster there);
-// else topk_cluster while the row fits the cluster's shared memory and every row's cluster is
-// resident at once; else topk_row when the rows alone fill the SMs (prefill) or k exceeds the
+// else topk_cluster while the row fits the cluster's shared memory and the rows' clusters take
+// at most two waves; else topk_row when the rows alone fill the SMs (prefill) or k exceeds the
 // multi-CTA limit; otherwise the two multi-CTA launches. maxCluster: the largest cluster the
 // device places (a power of two; 1 disables topk_cluster); activeClusters: how many of them the
 // device holds at once (0: assume one CTA per SM).

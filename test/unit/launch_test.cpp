@@ -366,31 +366,21 @@ TEST(Launch, TopKChoosesCluster) {
   // 10001 columns over 4 CTAs: segments of 2504 keys (rounded up to a multiple of 4).
   EXPECT_EQ(topKGrid(p, 132, 1, 10001, 16, 4).clusterSmem, topKClusterSmem(2504));
   // Rows within topk_row's cache, rows past the cluster's columns, a row within k, a device
-  // without clusters, and more rows than resident clusters (16 by default on 132 SMs; the
-  // device's count when given) do not take it.
+  // without clusters, and rows past two waves of resident clusters (16 by default on 132 SMs;
+  // the device's count when given) do not take it.
   EXPECT_EQ(topKGrid(p, 132, 1, 8192, 2048).cluster, 0);
   EXPECT_EQ(topKGrid(p, 132, 1, 131073, 2048).cluster, 0);
   EXPECT_TRUE(topKGrid(p, 132, 1, 131073, 2048).multi());
   EXPECT_EQ(topKGrid(p, 132, 1, 2048, 2048).cluster, 0);
   EXPECT_EQ(topKGrid(p, 132, 1, 65536, 2048, 1).cluster, 0);
-  EXPECT_EQ(topKGrid(p, 132, 16, 32768, 2048).cluster, 8);
-  EXPECT_EQ(topKGrid(p, 132, 17, 32768, 2048).cluster, 0);
-  EXPECT_EQ(topKGrid(p, 132, 30, 32768, 2048, 8, 30).cluster, 8);
-  EXPECT_EQ(topKGrid(p, 132, 31, 32768, 2048, 8, 30).cluster, 0);
-  // Segments over 4096 keys take it only with clusters over a quarter of the SMs: one row of
-  // 128K columns does not (the multi-CTA launches), five rows do.
-  EXPECT_EQ(topKGrid(p, 132, 1, 32768, 2048).cluster, 8);
-  EXPECT_EQ(topKGrid(p, 132, 1, 131072, 2048).cluster, 0);
-  EXPECT_TRUE(topKGrid(p, 132, 1, 131072, 2048).multi());
-  EXPECT_EQ(topKGrid(p, 132, 4, 131072, 2048).cluster, 0);
-  EXPECT_EQ(topKGrid(p, 132, 5, 131072, 2048).cluster, 8);
-  // Decode graphs: one row takes the cluster up to 8 x 4096 columns on 132 SMs (all of its
-  // columns where 8 CTAs are a quarter of the SMs).
-  EXPECT_EQ(topKClusterRowCols(p, 132, 8), 32768);
-  EXPECT_EQ(topKGrid(p, 132, 1, 32768, 2048).cluster, 8);
-  EXPECT_EQ(topKGrid(p, 132, 1, 32769, 2048).cluster, 0);
-  EXPECT_EQ(topKClusterRowCols(p, 32, 8), 131072);
-  EXPECT_EQ(topKClusterRowCols(p, 132, 1), 0);
+  EXPECT_EQ(topKGrid(p, 132, 1, 131072, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 32, 32768, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 33, 32768, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 60, 32768, 2048, 8, 30).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 61, 32768, 2048, 8, 30).cluster, 0);
+  // Decode graphs: one row takes the cluster up to its columns (8 x 16384).
+  EXPECT_EQ(topKClusterRowCols(p, 8), 131072);
+  EXPECT_EQ(topKClusterRowCols(p, 1), 0);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 5000), 8192);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 8192), 131072);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 131072), 200000);
