@@ -4,7 +4,8 @@
 // 4.23 TB/s, after a correctness check against runtime/host on the first set.
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
-//                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]] [--pdl]
+//                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]]
+//                            [--pdl]
 //                            [--parts] [--trace]
 // --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
 // (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
@@ -448,7 +449,8 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] [--topk plan|row|multi|cluster] "
+          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
+          "[--topk plan|row|multi|cluster] "
           "[--stages N] [--define NAME[=V]] [--pdl] [--parts] [--trace]\n",
           argv[0]);
       return 2;

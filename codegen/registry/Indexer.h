@@ -80,9 +80,10 @@ glm5rt::StatusOr<TopKConfig> selectTopK(const Target &tiles, const TopKShape &sh
 
 // How a [rows, cols] score matrix with top-k `k` is selected (on a device that places clusters
 // of 8): cluster > 0 is topk_cluster (glm5rt::launch::TopKGrid); else segments == 0 is topk_row
-// (grid rows, cfg.dynamicSmem); otherwise the multi-CTA variant, topk_seg_hist0 then topk_seg_collect
-// (cfg.collectSmem), both on grid (segments, rows), with a workspace of workspaceBytes zeroed
-// once at allocation (every complete pair of launches leaves it zero again).
+// (grid rows, cfg.dynamicSmem); otherwise the multi-CTA variant, topk_seg_hist0 then
+// topk_seg_collect (cfg.collectSmem), both on grid (segments, rows), with a workspace of
+// workspaceBytes zeroed once at allocation (every complete pair of launches leaves it zero
+// again).
 struct TopKPlan {
   int segments = 0;
   int segmentLen = 0;
@@ -103,7 +104,8 @@ int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int
 glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg);
 
 // The translation unit of the top-k kernels (entries topk_row, topk_seg_hist0,
-// topk_seg_collect, topk_cluster). The score row stride and the block table follow the kernels' comments.
+// topk_seg_collect, topk_cluster). The score row stride and the block table follow the kernels'
+// comments.
 std::string topKSource(const TopKConfig &cfg);
 
 } // namespace glm5c::codegen

@@ -141,9 +141,9 @@ Status Backend::loadKernels() {
       GLM5_RETURN_IF_ERROR(drv_->getFunction(m, e->c_str(), &f));
       // topk_seg_collect and topk_cluster have their own dynamic sizes; every other entry the
       // kernel's.
-      int smem = e->str() == "topk_seg_collect" ? static_cast<int>(collect)
-                 : e->str() == "topk_cluster"   ? static_cast<int>(launch::topKClusterSmem(clusterKeys))
-                                                : k->dynamic_smem();
+      const int64_t smem = e->str() == "topk_seg_collect" ? collect
+                           : e->str() == "topk_cluster"   ? launch::topKClusterSmem(clusterKeys)
+                                                          : int64_t(k->dynamic_smem());
       if (smem > 0)
         GLM5_RETURN_IF_ERROR(drv_->setMaxDynamicSmem(f, smem, what + " " + e->str()));
       functions_[i][e->str()] = f;

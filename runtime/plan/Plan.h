@@ -17,7 +17,8 @@ namespace glm5rt::plan {
 // Bumped whenever a plan of the previous version would not run right (plan.fbs changed
 // incompatibly, or the kernels' contract with the runtime did); a plan of another version is
 // refused. 2: every kernel begins with glm_grid_chain (the cuda backend launches overlapped).
-inline constexpr uint32_t kFormatVersion = 2;
+// 3: the top-k module has the topk_cluster entry and its cluster_keys parameter.
+inline constexpr uint32_t kFormatVersion = 3;
 
 class LoadedPlan {
 public:
