@@ -1046,6 +1046,16 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
   __syncthreads();
 }
 
+// The warp's sums of g and e to dst[0] and dst[1] (lane 0 stores). All 32 lanes call it.
+__device__ __forceinline__ void glm_tk_warp_store_sums(uint32_t g, uint32_t e, uint32_t *dst) {
+  g = __reduce_add_sync(0xffffffffu, g);
+  e = __reduce_add_sync(0xffffffffu, e);
+  if (threadIdx.x % 32 == 0) {
+    dst[0] = g;
+    dst[1] = e;
+  }
+}
+
 // One row per cluster; scores, positions, outputs and block table as in topk_row. Two CTAs per
 // SM's registers (a row's cluster then takes four SMs, and twice as many rows are resident).
 extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
@@ -1213,16 +1223,9 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   }
   __syncthreads();
   uint32_t gt0 = 0, eq0 = 0;
-  if (warp == 0) {
-    uint32_t gtc = lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u;
-    uint32_t eqc = lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u;
-    gtc = __reduce_add_sync(0xffffffffu, gtc);
-    eqc = __reduce_add_sync(0xffffffffu, eqc);
-    if (lane == 0) {
-      totals[0] = gtc;
-      totals[1] = eqc;
-    }
-  }
+  if (warp == 0)
+    glm_tk_warp_store_sums(lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u,
+                           lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u, totals);
   glm_cluster_arrive();
   glm_cluster_wait();
   if (warp == 0) {
@@ -1232,12 +1235,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
       g = glm_ld_cluster_u32(peer);
       e = glm_ld_cluster_u32(peer + 4);
     }
-    g = __reduce_add_sync(0xffffffffu, g);
-    e = __reduce_add_sync(0xffffffffu, e);
-    if (lane == 0) {
-      misc[2] = g;
-      misc[3] = e;
-    }
+    glm_tk_warp_store_sums(g, e, misc + 2);
   }
   // The last remote reads are done (their values used): a peer may leave once every CTA has
   // arrived here; nobody leaves before then (the wait at the end).
