@@ -59,12 +59,13 @@ INPUTS = {
     # the L2 is the limit; 128-byte L2 prefetch", final table, sm_120a tiles): head 6144->154880
     # and o_proj 16384->6144, each at T=1 and T=8. BF16's head reads faster than the copy
     # bandwidth (a copy also writes). F16 and F32 (the fp32 path, unchanged) from the earlier
-    # entries; their o_proj T=8 assumes the head's ratio.
+    # entries; their o_proj T=8 assumes the head's ratio. The quantized heads at T=1: RESULTS.md
+    # "qlinear decode: x chunks that divide K" (2026-11-30).
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
         "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (1.025, 0.700, 0.719, 0.496),
-        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.892, 0.762, 0.621, 0.533),
-        "Q4_K": (0.847, 0.558, 0.553, 0.303), "Q5_K": (0.850, 0.576, 0.561, 0.392),
-        "Q4_0": (0.763, 0.554, 0.531, 0.379), "Q6_K": (0.807, 0.598, 0.573, 0.429),
+        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.910, 0.762, 0.621, 0.533),
+        "Q4_K": (0.860, 0.558, 0.553, 0.303), "Q5_K": (0.853, 0.576, 0.561, 0.392),
+        "Q4_0": (0.818, 0.554, 0.531, 0.379), "Q6_K": (0.809, 0.598, 0.573, 0.429),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
@@ -87,9 +88,11 @@ INPUTS = {
     "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 102.9)],
     "mla_h64_us": [(1, 15.3), (8, 39.1), (32, 114.8), (128, 349.0)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
-    # (batch, context, us). RESULTS.md "topk_row: keys with the position".
-    "indexer_us": [(1, 8192, 13.2), (1, 131072, 36.6), (8, 32768, 48.3), (8, 131072, 119.6),
-                   (32, 8192, 33.7), (32, 32768, 117.2), (32, 131072, 366.0)],
+    # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"
+    # (final table; topk_cluster past 8K positions).
+    "indexer_us": [(1, 8192, 13.3), (1, 32768, 18.0), (1, 131072, 34.1), (8, 32768, 35.9),
+                   (8, 131072, 104.8), (32, 8192, 33.9), (32, 32768, 108.9),
+                   (32, 131072, 360.6)],
     # One end-to-end check on one H200: the `width` fixture (real widths, 1 dense + 1 MoE
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
