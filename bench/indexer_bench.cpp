@@ -221,8 +221,8 @@ void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, boo
     void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
                     &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
     const unsigned c = static_cast<unsigned>(p.plan.cluster);
-    const unsigned smem = static_cast<unsigned>(glm5rt::launch::topKClusterSmem(
-        (((p.L + p.plan.cluster - 1) / p.plan.cluster + 3) / 4) * 4));
+    const unsigned smem =
+        static_cast<unsigned>(glm5rt::launch::topKClusterLaunchSmem(p.L, p.plan.cluster));
     CHECK_OK(gPdl && overlap
                  ? drv.launchOverlapped(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s, args,
                                         "topk_cluster")
@@ -490,8 +490,7 @@ int main(int argc, char **argv) {
           ps[si].L = L;
           ps[si].chunk = indexerScoreChunk(k.sc, plans, B, L);
           int resident = 0; // as the runtime asks: clusters of 8 held at once at this size
-          const size_t csmem = static_cast<size_t>(
-              glm5rt::launch::topKClusterSmem(((L + 7) / 8 + 3) / 4 * 4));
+          const size_t csmem = static_cast<size_t>(glm5rt::launch::topKClusterLaunchSmem(L, 8));
           if (!drv.clusterOccupancy(k.cluster, 8, k.tk.threads, csmem, 8, &resident).isOk())
             resident = 0;
           ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK, resident);

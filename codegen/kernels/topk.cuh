@@ -936,7 +936,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #define GLM_TK_CL_TOTALS (GLM_TK_CL_SCRATCH + GLM_TK_SCRATCH * 4)
 #define GLM_TK_CL_CAND (GLM_TK_CL_TOTALS + 16) // pass 2's candidates (the keys pass 1 matched)
 #define GLM_TK_CL_CANDS 2048
-// 16-byte score loads in flight per lane (tuning: 8 keep a 16K-key segment's loads in one round).
+// 16-byte score loads in flight per lane (tuning; 4 measured slower at every shape and spill as
+// sm_90 code: bench/RESULTS.md 2026-11-30).
 #ifndef GLM_TK_CL_LOADS
 #define GLM_TK_CL_LOADS 2
 #endif
@@ -1105,7 +1106,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     hist0[b] = 0; // hist0, hist1, hist2 are contiguous
   __syncthreads();
   // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
-  // lane 4 consecutive positions, GLM_TK_BATCH / 2 loads in flight per lane.
+  // lane 4 consecutive positions, GLM_TK_CL_LOADS loads in flight per lane.
   {
     const float *s0 = src + lo;
     const bool vec = (reinterpret_cast<unsigned long long>(s0) & 15) == 0;

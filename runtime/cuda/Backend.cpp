@@ -945,7 +945,7 @@ StatusOr<int> Backend::topkResident(Function f, const launch::TopKParams &p, int
                                      int64_t cols) {
   if (cluster <= 1)
     return 0;
-  const int64_t smem = launch::topKClusterSmem(((cols + cluster - 1) / cluster + 3) / 4 * 4);
+  const int64_t smem = launch::topKClusterLaunchSmem(cols, cluster);
   auto it = topkResident_.find({f, smem});
   if (it != topkResident_.end())
     return it->second;

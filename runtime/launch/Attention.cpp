@@ -65,6 +65,10 @@ int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols)
 
 int64_t topKClusterSmem(int64_t keys) { return 29840 + 4 * keys; }
 
+int64_t topKClusterLaunchSmem(int64_t cols, int cluster) {
+  return topKClusterSmem(ceilDiv(ceilDiv(cols, std::max(cluster, 1)), 4) * 4);
+}
+
 int64_t topKClusterCols(const TopKParams &p, int maxCluster) {
   return maxCluster > 1 ? int64_t(maxCluster) * p.clusterKeys : 0;
 }
@@ -86,7 +90,7 @@ TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, 
   if (cols > p.cache && cols > k && cols <= topKClusterCols(p, maxCluster) &&
       rows <= 2 * resident) {
     g.cluster = maxCluster;
-    g.clusterSmem = topKClusterSmem((ceilDiv(ceilDiv(cols, maxCluster), 4)) * 4);
+    g.clusterSmem = topKClusterLaunchSmem(cols, maxCluster);
     return g;
   }
   // topk_row is one read and one launch (measured faster than the two multi-CTA launches up to

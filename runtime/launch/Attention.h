@@ -49,6 +49,10 @@ constexpr int kTopKMaxCluster = 8;
 // topk_cluster's dynamic shared memory for `keys` keys per CTA (topk.cuh GLM_TK_CL_FIXED + 4
 // per key; keys a multiple of 4).
 int64_t topKClusterSmem(int64_t keys);
+// topk_cluster's dynamic shared memory for rows of up to `cols` positions over clusters of
+// `cluster` CTAs: room for the longest segment, ceil(cols / cluster) rounded up to 4 keys (the
+// kernel's own segment rule).
+int64_t topKClusterLaunchSmem(int64_t cols, int cluster);
 
 // One of three launch forms:
 // - cluster > 0: topk_cluster, grid (cluster, rows) in clusters of (cluster, 1, 1),

@@ -238,7 +238,7 @@ TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, Device
   };
   if (form.cluster) {
     const int c = form.cluster;
-    const int64_t smem = glm5rt::launch::topKClusterSmem((((p.nCols + c - 1) / c + 3) / 4) * 4);
+    const int64_t smem = glm5rt::launch::topKClusterLaunchSmem(p.nCols, c);
     twice(
         [&] {
           ctx.launchClustered(tk.cluster, c, p.T, c, tk.cfg.threads, static_cast<unsigned>(smem),

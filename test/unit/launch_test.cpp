@@ -365,6 +365,7 @@ TEST(Launch, TopKChoosesCluster) {
   EXPECT_EQ(topKClusterSmem(16384), 29840 + 65536);
   // 10001 columns over 4 CTAs: segments of 2504 keys (rounded up to a multiple of 4).
   EXPECT_EQ(topKGrid(p, 132, 1, 10001, 16, 4).clusterSmem, topKClusterSmem(2504));
+  EXPECT_EQ(topKClusterLaunchSmem(10001, 4), topKClusterSmem(2504));
   // Rows within topk_row's cache, rows past the cluster's columns, a row within k, a device
   // without clusters, and rows past two waves of resident clusters (16 by default on 132 SMs;
   // the device's count when given) do not take it.
