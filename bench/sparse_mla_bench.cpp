@@ -20,7 +20,8 @@
 // shape with all slots masked (no row loaded, every product computed: the kernel's work without its
 // memory traffic);
 // --gather-probe also times, at each shape, a kernel that only reads the selected rows;
-// --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M).
+// --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M), 32 the one with
+// two m16 tiles of heads per CTA.
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
 // launch geometry (or --splits), where a CTA's time goes.
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
@@ -412,7 +413,7 @@ int main(int argc, char **argv) {
       minCtasList = splitList(argv[++i]);
     else if (a == "--variants" && i + 1 < argc) // TILE_N:RING,...
       variantList = splitList(argv[++i]);
-    else if (a == "--heads-per-cta" && i + 1 < argc) // 16 (the registry's) and/or 8
+    else if (a == "--heads-per-cta" && i + 1 < argc) // 16 (the registry's), 32 and/or 8
       headsList = splitList(argv[++i]);
     else if (a == "--no-gather") // time with every slot masked: the kernel's work without loads
       noGather = true;
@@ -433,7 +434,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
                    "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
-                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,8] [--trace] "
+                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
                    "[--define NAME=V] [--pdl]\n",
                    argv[0]);
       return 2;
@@ -481,8 +482,8 @@ int main(int argc, char **argv) {
               return 2;
             }
             const int heads = std::atoi(hn.c_str());
-            if (heads != 16 && heads != 8) {
-              std::fprintf(stderr, "--heads-per-cta takes 16 or 8\n");
+            if (heads != 16 && heads != 32 && heads != 8) {
+              std::fprintf(stderr, "--heads-per-cta takes 16, 32 or 8\n");
               return 2;
             }
             Kernel k =

@@ -29,7 +29,9 @@
 // until one reduction after the last tile.
 //
 // Instantiation constants (defined before this file by the code generator):
-//   GLM_HEADS (16: the M of mma.m16n8k16; fewer real heads are padded), GLM_TILE_N (32 or 64),
+//   GLM_HEADS (16: the M of mma.m16n8k16, fewer real heads are padded; 32: two m16 tiles of heads
+//   share every gathered row and every K / V fragment read from shared memory, half the shared-
+//   memory traffic per flop, for many heads; 8: see below), GLM_TILE_N (32 or 64),
 //   GLM_RING (16-row ring entries, >= 2 tiles' worth), GLM_WARPS (4 or 8), GLM_D_LATENT (512),
 //   GLM_D_ROPE (64), GLM_TOPK;
 //   optionally GLM_MIN_CTAS (tuning; see below).
@@ -60,8 +62,12 @@
 #define GLM_GATHER_SETS (GLM_GATHER_ROWS / GLM_ENTRY_N) // thread sets gathering one entry each
 #define GLM_ROWS_PER_THREAD (GLM_TILE_ENTRIES / GLM_GATHER_SETS) // per refill (one tile)
 
-static_assert(GLM_HEADS == 16 || GLM_HEADS == 8,
-              "16 heads: one m16 tile of heads; 8 heads: the tokens as the mma M, the heads its N");
+static_assert(GLM_HEADS == 16 || GLM_HEADS == 32 || GLM_HEADS == 8,
+              "16 or 32 heads: one or two m16 tiles of heads; 8 heads: the tokens as the mma M, "
+              "the heads its N");
+// m16 tiles of heads (16 and 32 heads); with two, m-tile mt's partial scores are summed and
+// softmaxed by the warps of k-part mt (its owner), so two k-parts share the softmax.
+#define GLM_MT (GLM_HEADS == 32 ? 2 : 1)
 static_assert(GLM_WARPS == 4 || GLM_WARPS == 8, "4 or 8 warps");
 static_assert(GLM_S_GROUPS * GLM_S_NTILES == GLM_NT && GLM_S_NTILES % 2 == 0,
               "pairs of n8 tiles of tokens per warp");
@@ -74,9 +80,14 @@ static_assert(GLM_RING >= 2 * GLM_TILE_ENTRIES, "a ring of at least two tiles");
 
 // Dynamic shared memory layout, in bytes (codegen/registry/SparseMla.cpp computes the same total).
 // Q's region is free once every warp holds its fragments: from then on it holds the k-parts'
+// partial scores and P. With 32 heads Q (37 KB) would not fit beside the ring in SM120's 99 KB:
+// the warps load their fragments straight from global memory, and the region only holds the
 // partial scores and P.
 #define GLM_SMEM_Q 0
-#define GLM_SMEM_KV (GLM_SMEM_Q + GLM_HEADS * GLM_ROW * 2)
+#define GLM_SMEM_SP_BYTES                                                                          \
+  ((GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4 + GLM_HEADS * GLM_P_ROW * 2)
+#define GLM_SMEM_Q_BYTES (GLM_MT == 1 ? GLM_HEADS * GLM_ROW * 2 : GLM_SMEM_SP_BYTES)
+#define GLM_SMEM_KV (GLM_SMEM_Q + GLM_SMEM_Q_BYTES)
 #define GLM_SMEM_RED (GLM_SMEM_KV + GLM_RING * GLM_ENTRY_N * GLM_ROW * 2)
 #define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
 #define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_RING * GLM_ENTRY_N * 4)
@@ -98,6 +109,10 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 // CTAs per SM the registers must leave room for (__launch_bounds__): as many as the shared
 // memory per SM of the arch the code is compiled for holds -- 2 for SM120 tiles running as sm_90
 // code (228 KB per SM), 1 on SM120 itself (100 KB per SM). The system reserves 1 KB per CTA.
+// 32 heads: 1 (their Q fragments and O accumulators need ~200 registers).
+#if !defined(GLM_MIN_CTAS) && GLM_MT == 2
+#define GLM_MIN_CTAS 1
+#endif
 #ifndef GLM_MIN_CTAS
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
 #define GLM_SM_SHARED 233472
@@ -123,20 +138,21 @@ __device__ __forceinline__ void glm_mla_zero(float (&s)[kTiles][4], float (&s2)[
     for (int e = 0; e < 4; ++e)
       s[i][e] = s2[i][e] = 0.f;
 }
-// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then k-part p > 0 hands its
-// partial scores to the first k-part (same lane, same fragment slot): part p's block for token
-// group sg is spart[((p - 1) GLM_S_GROUPS + sg) kTiles 128].
+// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then every k-part p but the
+// scores' owner hands its partial scores to the owner (same lane, same fragment slot): part p's
+// block for token group sg is spart[(q GLM_S_GROUPS + sg) kTiles 128], q = p - (p > owner).
 template <int kTiles>
 __device__ __forceinline__ void glm_mla_hand_off(float (&s)[kTiles][4],
                                                  const float (&s2)[kTiles][4], float *spart,
-                                                 int kpart, int sg, int lane) {
+                                                 int kpart, int owner, int sg, int lane) {
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       s[i][e] += s2[i][e];
-  if (kpart > 0) {
-    float *my_part = spart + ((kpart - 1) * GLM_S_GROUPS + sg) * (kTiles * 128) + lane;
+  if (kpart != owner) {
+    const int q = kpart - (kpart > owner ? 1 : 0);
+    float *my_part = spart + (q * GLM_S_GROUPS + sg) * (kTiles * 128) + lane;
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
 #pragma unroll
@@ -144,7 +160,7 @@ __device__ __forceinline__ void glm_mla_hand_off(float (&s)[kTiles][4],
         my_part[(i * 4 + e) * 32] = s[i][e];
   }
 }
-// The first k-part's full score of fragment slot (i, e): its own part v plus the others'.
+// The owner's full score of fragment slot (i, e): its own part v plus the others'.
 template <int kTiles>
 __device__ __forceinline__ float glm_mla_full_score(float v, const float *spart, int sg, int i,
                                                     int e, int lane) {
@@ -267,7 +283,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int32_t *idx = indices + static_cast<long long>(b) * GLM_TOPK;
 
   // Q rows of this head group; rows past num_heads are zero (their results are never written).
-  for (int c = tid; c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
+  // (32 heads: the warps load their fragments from global memory, below.)
+  for (int c = tid; GLM_MT == 1 && c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
     int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
     int h = head0 + row;
     const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
@@ -370,45 +387,81 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     entry0 -= entry0 >= GLM_RING ? GLM_RING : 0;
   };
 
-#if GLM_HEADS == 16
-  float o[GLM_O_NTILES][4];
+#if GLM_HEADS != 8
+  // GLM_MT m16 tiles of heads: a fragment's rows g and g + 8 of m-tile mt are heads
+  // head0 + 16 mt + g (+ 8).
+  float o[GLM_MT][GLM_O_NTILES][4];
 #pragma unroll
-  for (int n = 0; n < GLM_O_NTILES; ++n)
-    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  for (int mt = 0; mt < GLM_MT; ++mt)
+#pragma unroll
+    for (int n = 0; n < GLM_O_NTILES; ++n)
+      o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
   const int sg = warp % GLM_S_GROUPS, kpart = warp / GLM_S_GROUPS; // this warp's part of S
   const int tok0 = sg * GLM_S_TOKENS_PER_WARP, kbeg = kpart * GLM_S_K;
-  // Softmax state, rows g and g + 8, log2 domain. m_ref is the reference maximum every warp
-  // agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds it by more than
-  // GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to fp32 sums); then
-  // the tile takes the slow path, which exchanges the row maxima and rescales O. l_part is this
-  // thread's share of the row sums (its tokens only), reduced over the CTA once at the end.
-  float m_ref[2] = {GLM_MASKED, GLM_MASKED};
-  float l_part[2] = {0.f, 0.f};
+  // Softmax state, rows g and g + 8 of each m-tile, log2 domain. m_ref is the reference maximum
+  // every warp agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds it by
+  // more than GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to fp32
+  // sums); then the tile takes the slow path, which exchanges the row maxima and rescales O.
+  // l_part is this thread's share of the row sums (its tokens, in the owner's warps only),
+  // reduced over the CTA once at the end.
+  float m_ref[GLM_MT][2], l_part[GLM_MT][2];
+#pragma unroll
+  for (int mt = 0; mt < GLM_MT; ++mt) {
+    m_ref[mt][0] = m_ref[mt][1] = GLM_MASKED;
+    l_part[mt][0] = l_part[mt][1] = 0.f;
+  }
+  // m-tile mt's block of spart: the other k-parts' partial scores of its rows.
+  constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
 
-  // Q rides in entry 0's commit group; tile 0 is groups 0 .. GLM_TILE_ENTRIES - 1, so at most
-  // GLM_RING - GLM_TILE_ENTRIES groups may be pending. Each warp loads its Q fragments (A
-  // operands of S over its GLM_S_K columns) once; the loop's first barrier then frees Q's region
-  // for spart and P.
+  // Each warp holds Q's A fragments for its GLM_S_K columns for the whole split. 16 heads: Q
+  // rides in entry 0's commit group, and the loop's first barrier then frees Q's region for
+  // spart and P. 32 heads: straight from global memory (rows past num_heads zero), issued
+  // before the wait for tile 0 so that their latency overlaps it. A k16 step lies wholly in the
+  // latent or in the rope part (GLM_D_LATENT % 16 == 0).
+  uint32_t qa[GLM_MT][GLM_S_KSTEPS][4];
+#if GLM_MT > 1
+#pragma unroll
+  for (int mt = 0; mt < GLM_MT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int h = head0 + 16 * mt + g + 8 * hh;
+      const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
+#pragma unroll
+      for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int col = kbeg + 16 * kk + 2 * t + 8 * half;
+          const glm_bf16 *src = col < GLM_D_LATENT
+                                    ? q_lat + qrow * GLM_D_LATENT + col
+                                    : q_rope + qrow * GLM_D_ROPE + (col - GLM_D_LATENT);
+          qa[mt][kk][hh + 2 * half] =
+              h < num_heads ? __ldg(reinterpret_cast<const unsigned int *>(src)) : 0u;
+        }
+    }
+#endif
   glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
   __syncthreads();
   GLM_TRACE(2);
-  uint32_t qa[GLM_S_KSTEPS][4];
+#if GLM_MT == 1
 #pragma unroll
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
-    glm_ldmatrix_x4(qa[kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
-                                          (lane / 16) * 8));
+    glm_ldmatrix_x4(qa[0][kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
+                                             (lane / 16) * 8));
+#endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     GLM_TRACE_TILE_START();
     tile_begin(tile);
     GLM_TRACE_MARK(0);
 
-    // S = Q K^T for this warp's tokens and k-part: 16 heads x GLM_S_TOKENS_PER_WARP, k over
-    // GLM_S_K columns. With registers to spare (one CTA per SM), two accumulator chains per
-    // n-tile (even and odd k-steps) halve the dependent mma chain; at 128 registers the second
-    // chain spills.
-    float s[GLM_S_NTILES][4], s2[GLM_S_NTILES][4];
-    glm_mla_zero(s, s2);
+    // S = Q K^T for this warp's tokens and k-part: the m-tiles' heads x GLM_S_TOKENS_PER_WARP,
+    // k over GLM_S_K columns; every K fragment serves all m-tiles. With registers to spare (one
+    // CTA per SM), two accumulator chains per n-tile (even and odd k-steps) halve the dependent
+    // mma chain; at 128 registers the second chain spills.
+    float s[GLM_MT][GLM_S_NTILES][4], s2[GLM_MT][GLM_S_NTILES][4];
+#pragma unroll
+    for (int mt = 0; mt < GLM_MT; ++mt)
+      glm_mla_zero(s[mt], s2[mt]);
 #pragma unroll
     for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
 #pragma unroll
@@ -420,92 +473,121 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                                     lane % 8) * GLM_ROW +
                                               kbeg + 16 * kk + ((lane / 8) % 2) * 8));
         const bool odd = GLM_MIN_CTAS == 1 && kk % 2;
-        glm_mma_bf16_16816(odd ? s2[n] : s[n], qa[kk], bfrag[0], bfrag[1]);
-        glm_mma_bf16_16816(odd ? s2[n + 1] : s[n + 1], qa[kk], bfrag[2], bfrag[3]);
+#pragma unroll
+        for (int mt = 0; mt < GLM_MT; ++mt) {
+          glm_mma_bf16_16816(odd ? s2[mt][n] : s[mt][n], qa[mt][kk], bfrag[0], bfrag[1]);
+          glm_mma_bf16_16816(odd ? s2[mt][n + 1] : s[mt][n + 1], qa[mt][kk], bfrag[2], bfrag[3]);
+        }
       }
     }
-    glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
+#pragma unroll
+    for (int mt = 0; mt < GLM_MT; ++mt)
+      glm_mla_hand_off(s[mt], s2[mt], spart + mt * kSpartMt, kpart, mt, sg, lane);
     __syncthreads();
     GLM_TRACE_MARK(1);
 
-    // The first k-part's warps own the full scores from here on: scale, mask, then
-    // P = exp2(S - m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's
-    // row sums and whether a score passed m_ref + slack.
-    float tsum[2] = {0.f, 0.f}, mx[2] = {GLM_MASKED, GLM_MASKED};
+    // The owners' warps hold the full scores from here on: scale, mask, then P = exp2(S -
+    // m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's row sums and
+    // whether a score passed m_ref + slack.
+    float tsum[GLM_MT][2], mx[GLM_MT][2];
+#pragma unroll
+    for (int mt = 0; mt < GLM_MT; ++mt) {
+      tsum[mt][0] = tsum[mt][1] = 0.f;
+      mx[mt][0] = mx[mt][1] = GLM_MASKED;
+    }
     int rescale = 0;
-    // P = exp2(S - m_ref) of this warp's tokens as bf16 into shared memory, its row sums into
-    // tsum (first k-part's warps, which hold the full scores).
-    auto write_p = [&]() {
+    // P = exp2(S - m_ref) of m-tile mt and this warp's tokens as bf16 into shared memory, its
+    // row sums into tsum[mt] (the owner's warps, which hold the full scores).
+    auto write_p = [&](int mt) {
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
         float p[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          p[e] = s[n][e] == GLM_MASKED ? 0.f : glm_exp2(s[n][e] - m_ref[e / 2]);
-          tsum[e / 2] += p[e];
+          p[e] = s[mt][n][e] == GLM_MASKED ? 0.f : glm_exp2(s[mt][n][e] - m_ref[mt][e / 2]);
+          tsum[mt][e / 2] += p[e];
         }
-        int col = tok0 + n * 8 + 2 * t;
-        *reinterpret_cast<uint32_t *>(sp + g * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-        *reinterpret_cast<uint32_t *>(sp + (g + 8) * GLM_P_ROW + col) = glm_pack_bf16x2(p[2], p[3]);
+        const int col = tok0 + n * 8 + 2 * t, row = 16 * mt + g;
+        *reinterpret_cast<uint32_t *>(sp + row * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
+        *reinterpret_cast<uint32_t *>(sp + (row + 8) * GLM_P_ROW + col) =
+            glm_pack_bf16x2(p[2], p[3]);
       }
     };
-    if (kpart == 0) {
+#pragma unroll
+    for (int mt = 0; mt < GLM_MT; ++mt) {
+      if (kpart != mt)
+        continue;
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[n][e] = glm_mla_full_score<GLM_S_NTILES>(s[n][e], spart, sg, n, e, lane);
+          float v = glm_mla_full_score<GLM_S_NTILES>(s[mt][n][e], spart + mt * kSpartMt, sg, n,
+                                                     e, lane);
           // Token tok0 + 8 n + 2 t + e % 2; n8 tiles pair up in ring entries.
           const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + (e % 2);
-          s[n][e] = svalid[vrow] ? s[n][e] * scale_log2 : GLM_MASKED;
-          mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
+          v = svalid[vrow] ? v * scale_log2 : GLM_MASKED;
+          s[mt][n][e] = v;
+          mx[mt][e / 2] = fmaxf(mx[mt][e / 2], v);
         }
-      rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
+      rescale = mx[mt][0] > m_ref[mt][0] + GLM_RESCALE_SLACK ||
+                mx[mt][1] > m_ref[mt][1] + GLM_RESCALE_SLACK;
       if (!rescale)
-        write_p();
+        write_p(mt);
     }
     // P is visible to every warp, and every warp learns whether any row needs a new reference.
     if (__syncthreads_or(rescale)) {
       // Slow path (the first tile with a valid slot, and rare jumps): the exact new row maxima
       // across the warps, O and the sums rescaled, P recomputed against them.
-      if (kpart == 0) {
+#pragma unroll
+      for (int mt = 0; mt < GLM_MT; ++mt) {
+        if (kpart != mt)
+          continue;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+          mx[mt][r] = fmaxf(mx[mt][r], __shfl_xor_sync(0xffffffffu, mx[mt][r], 1));
+          mx[mt][r] = fmaxf(mx[mt][r], __shfl_xor_sync(0xffffffffu, mx[mt][r], 2));
         }
         if (t == 0) {
-          red_max[sg * GLM_HEADS + g] = mx[0];
-          red_max[sg * GLM_HEADS + g + 8] = mx[1];
+          red_max[sg * GLM_HEADS + 16 * mt + g] = mx[mt][0];
+          red_max[sg * GLM_HEADS + 16 * mt + g + 8] = mx[mt][1];
         }
       }
       __syncthreads();
-      float alpha[2];
-      glm_mla_new_ref(red_max, {g, g + 8}, m_ref, l_part, alpha);
 #pragma unroll
-      for (int n = 0; n < GLM_O_NTILES; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
-      if (kpart == 0) {
-        tsum[0] = tsum[1] = 0.f;
-        write_p();
+      for (int mt = 0; mt < GLM_MT; ++mt) {
+        float alpha[2];
+        glm_mla_new_ref(red_max + 16 * mt, {g, g + 8}, m_ref[mt], l_part[mt], alpha);
+#pragma unroll
+        for (int n = 0; n < GLM_O_NTILES; ++n) {
+          o[mt][n][0] *= alpha[0];
+          o[mt][n][1] *= alpha[0];
+          o[mt][n][2] *= alpha[1];
+          o[mt][n][3] *= alpha[1];
+        }
+        if (kpart == mt) {
+          tsum[mt][0] = tsum[mt][1] = 0.f;
+          write_p(mt);
+        }
       }
       __syncthreads(); // P visible; red_max free for the next slow path
     }
-    l_part[0] += tsum[0];
-    l_part[1] += tsum[1];
+#pragma unroll
+    for (int mt = 0; mt < GLM_MT; ++mt) {
+      l_part[mt][0] += tsum[mt][0];
+      l_part[mt][1] += tsum[mt][1];
+    }
     GLM_TRACE_MARK(2);
 
     // O += P V over this warp's GLM_O_COLS_PER_WARP latent columns; V is the tile's rows,
-    // k = token.
+    // k = token; every V fragment serves all m-tiles.
     const int col0 = warp * GLM_O_COLS_PER_WARP;
 #pragma unroll
     for (int k = 0; k < GLM_TILE_N; k += 16) {
-      uint32_t a[4];
-      glm_ldmatrix_x4(a, glm_smem_addr(sp + (lane % 16) * GLM_P_ROW + k + (lane / 16) * 8));
+      uint32_t a[GLM_MT][4];
+#pragma unroll
+      for (int mt = 0; mt < GLM_MT; ++mt)
+        glm_ldmatrix_x4(a[mt], glm_smem_addr(sp + (16 * mt + lane % 16) * GLM_P_ROW + k +
+                                             (lane / 16) * 8));
 #pragma unroll
       for (int n = 0; n < GLM_O_NTILES; n += 2) {
         // matrices: (tokens k..k+7, cols n), (tokens k+8.., cols n), (k.., n+8), (k+8.., n+8).
@@ -514,35 +596,43 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_ldmatrix_x4_trans(bfrag, glm_smem_addr(skv + (tile_row(k) + (mat % 2) * 8 + lane % 8) *
                                                          GLM_ROW +
                                                     col0 + n * 8 + (mat / 2) * 8));
-        glm_mma_bf16_16816(o[n], a, bfrag[0], bfrag[1]);
-        glm_mma_bf16_16816(o[n + 1], a, bfrag[2], bfrag[3]);
+#pragma unroll
+        for (int mt = 0; mt < GLM_MT; ++mt) {
+          glm_mma_bf16_16816(o[mt][n], a[mt], bfrag[0], bfrag[1]);
+          glm_mma_bf16_16816(o[mt][n + 1], a[mt], bfrag[2], bfrag[3]);
+        }
       }
     }
     GLM_TRACE_MARK(3);
     tile_end();
   }
-  // The row sums: this thread's share -> its quad -> the first k-part's warps, through red_sum.
-  // Every warp then holds the CTA's l_run for rows g and g + 8.
-  float l_run[2];
+  // The row sums: this thread's share -> its quad -> the owner's warps, through red_sum. Every
+  // warp then holds the CTA's l_run for rows g and g + 8 of every m-tile.
+  float l_run[GLM_MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_part[r] += __shfl_xor_sync(0xffffffffu, l_part[r], 1);
-    l_part[r] += __shfl_xor_sync(0xffffffffu, l_part[r], 2);
-  }
-  if (kpart == 0 && t == 0) {
-    red_sum[sg * GLM_HEADS + g] = l_part[0];
-    red_sum[sg * GLM_HEADS + g + 8] = l_part[1];
-  }
+  for (int mt = 0; mt < GLM_MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l_part[mt][r] += __shfl_xor_sync(0xffffffffu, l_part[mt][r], 1);
+      l_part[mt][r] += __shfl_xor_sync(0xffffffffu, l_part[mt][r], 2);
+    }
+#pragma unroll
+  for (int mt = 0; mt < GLM_MT; ++mt)
+    if (kpart == mt && t == 0) {
+      red_sum[sg * GLM_HEADS + 16 * mt + g] = l_part[mt][0];
+      red_sum[sg * GLM_HEADS + 16 * mt + g + 8] = l_part[mt][1];
+    }
   glm_cp_async_wait<0>();
   __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] = 0.f;
+  for (int mt = 0; mt < GLM_MT; ++mt)
 #pragma unroll
-    for (int w = 0; w < GLM_S_GROUPS; ++w)
-      l_run[r] += red_sum[w * GLM_HEADS + g + 8 * r];
-  }
-  const float *m_run = m_ref;
+    for (int r = 0; r < 2; ++r) {
+      l_run[mt][r] = 0.f;
+#pragma unroll
+      for (int w = 0; w < GLM_S_GROUPS; ++w)
+        l_run[mt][r] += red_sum[w * GLM_HEADS + 16 * mt + g + 8 * r];
+    }
 #else // GLM_HEADS == 8
   // Warp (sg, kpart): S^T = K Q^T over the m16 tiles of tokens [tok0, tok0 +
   // GLM_S_TOKENS_PER_WARP) and k-part kpart's columns, the 8 heads as the mma N (no padding);
@@ -592,7 +682,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
-    glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
+    glm_mla_hand_off(s, s2, spart, kpart, 0, sg, lane);
     __syncthreads();
     GLM_TRACE_MARK(1);
 
@@ -749,21 +839,24 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     else
       lse[bh0 + r] = v * 0.6931471805599453f; // natural log
   };
-#if GLM_HEADS == 16
+#if GLM_HEADS != 8
   {
     const int col0 = warp * GLM_O_COLS_PER_WARP + 2 * t;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (direct && g + 8 * r >= rows)
-        continue; // a padded head
-      const float inv = l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
+    for (int mt = 0; mt < GLM_MT; ++mt)
 #pragma unroll
-      for (int n = 0; n < GLM_O_NTILES; ++n)
-        put2(g + 8 * r, col0 + n * 8, 1, o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-      // An empty row (every slot masked) has lse -inf and weight 0.
-      if (warp == 0 && t == 0)
-        put_lse(g + 8 * r, l_run[r] > 0.f ? m_run[r] + log2f(l_run[r]) : kNegInf);
-    }
+      for (int r = 0; r < 2; ++r) {
+        const int row = 16 * mt + g + 8 * r;
+        if (direct && row >= rows)
+          continue; // a padded head
+        const float inv = l_run[mt][r] > 0.f ? 1.f / l_run[mt][r] : 0.f;
+#pragma unroll
+        for (int n = 0; n < GLM_O_NTILES; ++n)
+          put2(row, col0 + n * 8, 1, o[mt][n][2 * r] * inv, o[mt][n][2 * r + 1] * inv);
+        // An empty row (every slot masked) has lse -inf and weight 0.
+        if (warp == 0 && t == 0)
+          put_lse(row, l_run[mt][r] > 0.f ? m_ref[mt][r] + log2f(l_run[mt][r]) : kNegInf);
+      }
   }
 #else
   {

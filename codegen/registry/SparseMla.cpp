@@ -19,12 +19,14 @@ int ctasPerSmFor(const Target &tiles, int64_t smem) {
 } // namespace
 
 int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, int heads) {
-  // Q (whose region then holds the k-parts' partial scores and P), the ring, the row maxima and
-  // sums of the GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
-  (void)tileN; // the ring's size does not depend on how many entries one tile takes
+  // Q (whose region then holds the k-parts' partial scores and P; with 32 heads Q stays in
+  // registers and the region holds only those), the ring, the row maxima and sums of the
+  // GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
   const int64_t groups = warps / 4;
-  return heads * row + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
+  const int64_t scoresAndP = 3 * int64_t(tileN) * heads * 4 + heads * (tileN + 8) * 2;
+  const int64_t qRegion = heads == 32 ? scoresAndP : heads * row;
+  return qRegion + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
 }
 
 std::string sparseMlaDecodeVariant(int tileN, int ring, int heads) {
@@ -37,7 +39,8 @@ SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int he
   cfg.heads = heads;
   cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads);
   cfg.dynamicSmem = sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads);
-  cfg.ctasPerSm = ctasPerSmFor(tiles, cfg.dynamicSmem);
+  // 32 heads: ~240 registers per thread (Q fragments and O of two m-tiles) leave one CTA per SM.
+  cfg.ctasPerSm = heads == 32 ? 1 : ctasPerSmFor(tiles, cfg.dynamicSmem);
   return cfg;
 }
 

@@ -23,7 +23,7 @@ void splitRows(const std::vector<float> &q, int L, int R, std::vector<float> *la
 
 GPU_TEST(sparse_mla_decode) {
   GPU_TRY(selected, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
-  for (int headsPerCta : {16, 8}) {
+  for (int headsPerCta : {16, 32, 8}) {
     const SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(selected, headsPerCta, ctx.tiles);
     GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
     // The phase-traced build of glm5c-bench-sparse-mla --trace compiles too (without spills:
@@ -50,6 +50,7 @@ GPU_TEST(sparse_mla_decode) {
                  // num_heads in the last group must not be written.
                  {2, 12, 4096, 4, 1},
                  {2, 20, 2048, 8, 1},
+                 {2, 40, 4096, 4, 1},
                  // Pairs of splits (the many-groups cluster) with a second stage.
                  {4, 8, 8192, 8, 2},
                  // Several waves of CTAs under full load: a tile read before it landed shows.
