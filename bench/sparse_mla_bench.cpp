@@ -10,8 +10,8 @@
 //                               [--pdl]
 // --skip-checks leaves out the correctness cases before the timed shapes, so that a profiler's
 // first kernel launch is the first timed shape's (checked) launch: bench/device_mla.sh.
-// --warps builds each tile configuration with these warp counts (4 or 8) instead of the
-// registry's (tuning: kSparseMlaWarps); --min-ctas with these __launch_bounds__ minimum CTAs
+// --warps builds each tile configuration with these warp counts (4 or 8; 16 with 32 heads per
+// CTA, other layouts skip it) instead of the registry's (tuning: kSparseMlaWarps); --min-ctas with these __launch_bounds__ minimum CTAs
 // per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
 // so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
 // an H200's 228 KB would take. --splits/--cluster time one split count and cluster
@@ -432,7 +432,7 @@ int main(int argc, char **argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
-                   "sm_120a,sm_90] [--reps N] [--warps 4,8] [--min-ctas 1,2] [--sm120-occupancy] "
+                   "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
                    "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
                    "[--define NAME=V] [--pdl]\n",
@@ -464,8 +464,8 @@ int main(int argc, char **argv) {
             if (!tiles)
               return 2;
             const int warps = std::atoi(wn.c_str());
-            if (warps != 0 && warps != 4 && warps != 8) {
-              std::fprintf(stderr, "--warps takes 4 or 8\n");
+            if (warps != 0 && warps != 4 && warps != 8 && warps != 16) {
+              std::fprintf(stderr, "--warps takes 4, 8 or 16 (16: with 32 heads per CTA)\n");
               return 2;
             }
             // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
@@ -486,6 +486,8 @@ int main(int argc, char **argv) {
               std::fprintf(stderr, "--heads-per-cta takes 16, 32 or 8\n");
               return 2;
             }
+            if (warps == 16 && heads != 32)
+              continue; // 16 warps: the 32-heads-per-CTA layout only
             Kernel k =
                 build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads, trace);
             if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {

@@ -46,7 +46,14 @@
 #define GLM_THREADS (GLM_WARPS * 32)
 #define GLM_NT (GLM_TILE_N / 8) // n8 tiles of tokens per tile
 #define GLM_S_KSPLIT 4
-#define GLM_S_GROUPS (GLM_WARPS / GLM_S_KSPLIT)
+// m16 tiles of heads (16 and 32 heads); with two, m-tile mt's partial scores are summed and
+// softmaxed by the warps of k-part mt (its owner), so two k-parts share the softmax. With 32
+// heads and 16 warps the m-tiles are also split across the warps for S (GLM_S_MSPLIT 2: each
+// warp computes one m-tile's scores, so it holds one m-tile's Q fragments).
+#define GLM_MT (GLM_HEADS == 32 ? 2 : 1)
+#define GLM_S_MSPLIT (GLM_MT == 2 && GLM_WARPS == 16 ? 2 : 1)
+#define GLM_MT_W (GLM_MT / GLM_S_MSPLIT) // m-tiles of one warp's S
+#define GLM_S_GROUPS (GLM_WARPS / (GLM_S_KSPLIT * GLM_S_MSPLIT))
 #define GLM_S_NTILES (GLM_NT / GLM_S_GROUPS)
 #define GLM_S_TOKENS_PER_WARP (GLM_S_NTILES * 8)
 #define GLM_S_K (GLM_D / GLM_S_KSPLIT)
@@ -55,7 +62,8 @@
 #define GLM_O_NTILES (GLM_O_COLS_PER_WARP / 8)  // 16 heads: n8 tiles of output columns
 #define GLM_O_MTILES (GLM_O_COLS_PER_WARP / 16) // 8 heads: m16 tiles of output columns
 #define GLM_S_MTILES (GLM_S_TOKENS_PER_WARP / 16) // 8 heads: m16 tiles of tokens per warp
-#define GLM_GATHER_ROWS (GLM_THREADS / 8) // 8 threads per row, 9 chunks of 16 B each
+// 8 threads per row, 9 chunks of 16 B each; with 16 warps the first 8 gather (a tile's 32 rows).
+#define GLM_GATHER_ROWS ((GLM_THREADS < 256 ? GLM_THREADS : 256) / 8)
 // The ring: GLM_RING entries of GLM_ENTRY_N rows; tile t is entries t GLM_TILE_ENTRIES .. (mod).
 #define GLM_ENTRY_N 16
 #define GLM_TILE_ENTRIES (GLM_TILE_N / GLM_ENTRY_N)
@@ -65,10 +73,8 @@
 static_assert(GLM_HEADS == 16 || GLM_HEADS == 32 || GLM_HEADS == 8,
               "16 or 32 heads: one or two m16 tiles of heads; 8 heads: the tokens as the mma M, "
               "the heads its N");
-// m16 tiles of heads (16 and 32 heads); with two, m-tile mt's partial scores are summed and
-// softmaxed by the warps of k-part mt (its owner), so two k-parts share the softmax.
-#define GLM_MT (GLM_HEADS == 32 ? 2 : 1)
-static_assert(GLM_WARPS == 4 || GLM_WARPS == 8, "4 or 8 warps");
+static_assert(GLM_WARPS == 4 || GLM_WARPS == 8 || (GLM_WARPS == 16 && GLM_MT == 2),
+              "4 or 8 warps; 16 with 32 heads");
 static_assert(GLM_S_GROUPS * GLM_S_NTILES == GLM_NT && GLM_S_NTILES % 2 == 0,
               "pairs of n8 tiles of tokens per warp");
 static_assert(GLM_S_K % 16 == 0, "whole k16 steps per k-part");
@@ -170,11 +176,10 @@ __device__ __forceinline__ float glm_mla_full_score(float v, const float *spart,
   return v;
 }
 // The slow path's new references of this thread's two rows r (heads), whose maxima the token
-// groups left in red_max[w GLM_HEADS + col[r]]: m_ref[r] becomes the overall maximum, l_part[r]
-// is rescaled and alpha[r] is the factor for O.
+// groups left in red_max[w GLM_HEADS + col[r]]: m_ref[r] becomes the overall maximum and
+// alpha[r] is the factor for O and the row sums.
 __device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int (&col)[2],
-                                                float (&m_ref)[2], float (&l_part)[2],
-                                                float (&alpha)[2]) {
+                                                float (&m_ref)[2], float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float tm = GLM_MASKED;
@@ -184,7 +189,6 @@ __device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int 
     const float m_new = fmaxf(m_ref[r], tm);
     alpha[r] = glm_exp2(m_ref[r] - m_new); // 1 while both are still GLM_MASKED
     m_ref[r] = m_new;
-    l_part[r] *= alpha[r];
   }
 }
 
@@ -389,42 +393,52 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
 #if GLM_HEADS != 8
   // GLM_MT m16 tiles of heads: a fragment's rows g and g + 8 of m-tile mt are heads
-  // head0 + 16 mt + g (+ 8).
+  // head0 + 16 mt + g (+ 8). Warp (ms, kpart, sg) computes S for the GLM_MT_W m-tiles
+  // ms GLM_MT_W + i (its local m-tile i), token group sg and k-part kpart; k-part m owns m-tile
+  // m's full scores and softmax. Every warp's O covers all m-tiles.
   float o[GLM_MT][GLM_O_NTILES][4];
 #pragma unroll
   for (int mt = 0; mt < GLM_MT; ++mt)
 #pragma unroll
     for (int n = 0; n < GLM_O_NTILES; ++n)
       o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
-  const int sg = warp % GLM_S_GROUPS, kpart = warp / GLM_S_GROUPS; // this warp's part of S
+  const int sg = warp % GLM_S_GROUPS;
+  const int kpart = GLM_S_MSPLIT == 1 ? warp / GLM_S_GROUPS : (warp / GLM_S_GROUPS) % GLM_S_KSPLIT;
+  const int ms = GLM_S_MSPLIT == 1 ? 0 : warp / (GLM_S_GROUPS * GLM_S_KSPLIT);
   const int tok0 = sg * GLM_S_TOKENS_PER_WARP, kbeg = kpart * GLM_S_K;
-  // Softmax state, rows g and g + 8 of each m-tile, log2 domain. m_ref is the reference maximum
-  // every warp agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds it by
-  // more than GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to fp32
-  // sums); then the tile takes the slow path, which exchanges the row maxima and rescales O.
-  // l_part is this thread's share of the row sums (its tokens, in the owner's warps only),
-  // reduced over the CTA once at the end.
-  float m_ref[GLM_MT][2], l_part[GLM_MT][2];
-#pragma unroll
-  for (int mt = 0; mt < GLM_MT; ++mt) {
-    m_ref[mt][0] = m_ref[mt][1] = GLM_MASKED;
-    l_part[mt][0] = l_part[mt][1] = 0.f;
-  }
-  // m-tile mt's block of spart: the other k-parts' partial scores of its rows.
-  constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
-
-  // Each warp holds Q's A fragments for its GLM_S_K columns for the whole split. 16 heads: Q
-  // rides in entry 0's commit group, and the loop's first barrier then frees Q's region for
-  // spart and P. 32 heads: straight from global memory (rows past num_heads zero), issued
-  // before the wait for tile 0 so that their latency overlaps it. A k16 step lies wholly in the
-  // latent or in the rope part (GLM_D_LATENT % 16 == 0).
-  uint32_t qa[GLM_MT][GLM_S_KSTEPS][4];
-#if GLM_MT > 1
+  // Softmax state, log2 domain. m_ref[mt][r] (row g + 8 r of m-tile mt) is the reference
+  // maximum every warp agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds
+  // it by more than GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to
+  // fp32 sums); then the tile takes the slow path, which exchanges the row maxima and rescales
+  // O. l_part[i] is this thread's share of the row sums of its local m-tile i (its tokens, in
+  // the owner's warps only), reduced over the CTA once at the end.
+  float m_ref[GLM_MT][2], l_part[GLM_MT_W][2];
 #pragma unroll
   for (int mt = 0; mt < GLM_MT; ++mt)
+    m_ref[mt][0] = m_ref[mt][1] = GLM_MASKED;
+#pragma unroll
+  for (int i = 0; i < GLM_MT_W; ++i)
+    l_part[i][0] = l_part[i][1] = 0.f;
+  // A value of m-tile m, m not known at compile time with GLM_S_MSPLIT 2 (a select, not an
+  // indexed register array).
+  auto of_mtile = [](const float (&v)[GLM_MT][2], int m, int r) {
+    return GLM_MT == 1 || m == 0 ? v[0][r] : v[GLM_MT - 1][r];
+  };
+  // m-tile m's block of spart: the other k-parts' partial scores of its rows.
+  constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
+
+  // Each warp holds Q's A fragments of its m-tiles for its GLM_S_K columns for the whole split.
+  // 16 heads: Q rides in entry 0's commit group, and the loop's first barrier then frees Q's
+  // region for spart and P. 32 heads: straight from global memory (rows past num_heads zero),
+  // issued before the wait for tile 0 so that their latency overlaps it. A k16 step lies
+  // wholly in the latent or in the rope part (GLM_D_LATENT % 16 == 0).
+  uint32_t qa[GLM_MT_W][GLM_S_KSTEPS][4];
+#if GLM_MT > 1
+#pragma unroll
+  for (int i = 0; i < GLM_MT_W; ++i)
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      const int h = head0 + 16 * mt + g + 8 * hh;
+      const int h = head0 + 16 * (ms * GLM_MT_W + i) + g + 8 * hh;
       const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
 #pragma unroll
       for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
@@ -434,7 +448,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
           const glm_bf16 *src = col < GLM_D_LATENT
                                     ? q_lat + qrow * GLM_D_LATENT + col
                                     : q_rope + qrow * GLM_D_ROPE + (col - GLM_D_LATENT);
-          qa[mt][kk][hh + 2 * half] =
+          qa[i][kk][hh + 2 * half] =
               h < num_heads ? __ldg(reinterpret_cast<const unsigned int *>(src)) : 0u;
         }
     }
@@ -454,14 +468,14 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     tile_begin(tile);
     GLM_TRACE_MARK(0);
 
-    // S = Q K^T for this warp's tokens and k-part: the m-tiles' heads x GLM_S_TOKENS_PER_WARP,
-    // k over GLM_S_K columns; every K fragment serves all m-tiles. With registers to spare (one
-    // CTA per SM), two accumulator chains per n-tile (even and odd k-steps) halve the dependent
-    // mma chain; at 128 registers the second chain spills.
-    float s[GLM_MT][GLM_S_NTILES][4], s2[GLM_MT][GLM_S_NTILES][4];
+    // S = Q K^T for this warp's m-tiles, tokens and k-part: 16 GLM_MT_W heads x
+    // GLM_S_TOKENS_PER_WARP, k over GLM_S_K columns; every K fragment serves the warp's m-tiles.
+    // With registers to spare (one CTA per SM), two accumulator chains per n-tile (even and odd
+    // k-steps) halve the dependent mma chain; at 128 registers the second chain spills.
+    float s[GLM_MT_W][GLM_S_NTILES][4], s2[GLM_MT_W][GLM_S_NTILES][4];
 #pragma unroll
-    for (int mt = 0; mt < GLM_MT; ++mt)
-      glm_mla_zero(s[mt], s2[mt]);
+    for (int i = 0; i < GLM_MT_W; ++i)
+      glm_mla_zero(s[i], s2[i]);
 #pragma unroll
     for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
 #pragma unroll
@@ -472,109 +486,122 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_ldmatrix_x4(bfrag, glm_smem_addr(skv + (tile_row(tok0 + n * 8) + (lane / 16) * 8 +
                                                     lane % 8) * GLM_ROW +
                                               kbeg + 16 * kk + ((lane / 8) % 2) * 8));
-        const bool odd = GLM_MIN_CTAS == 1 && kk % 2;
+        // (16 warps: 128 registers, one chain.)
+        const bool odd = GLM_MIN_CTAS == 1 && GLM_WARPS < 16 && kk % 2;
 #pragma unroll
-        for (int mt = 0; mt < GLM_MT; ++mt) {
-          glm_mma_bf16_16816(odd ? s2[mt][n] : s[mt][n], qa[mt][kk], bfrag[0], bfrag[1]);
-          glm_mma_bf16_16816(odd ? s2[mt][n + 1] : s[mt][n + 1], qa[mt][kk], bfrag[2], bfrag[3]);
+        for (int i = 0; i < GLM_MT_W; ++i) {
+          glm_mma_bf16_16816(odd ? s2[i][n] : s[i][n], qa[i][kk], bfrag[0], bfrag[1]);
+          glm_mma_bf16_16816(odd ? s2[i][n + 1] : s[i][n + 1], qa[i][kk], bfrag[2], bfrag[3]);
         }
       }
     }
 #pragma unroll
-    for (int mt = 0; mt < GLM_MT; ++mt)
-      glm_mla_hand_off(s[mt], s2[mt], spart + mt * kSpartMt, kpart, mt, sg, lane);
+    for (int i = 0; i < GLM_MT_W; ++i) {
+      const int m = ms * GLM_MT_W + i;
+      glm_mla_hand_off(s[i], s2[i], spart + m * kSpartMt, kpart, m, sg, lane);
+    }
     __syncthreads();
     GLM_TRACE_MARK(1);
 
     // The owners' warps hold the full scores from here on: scale, mask, then P = exp2(S -
     // m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's row sums and
     // whether a score passed m_ref + slack.
-    float tsum[GLM_MT][2], mx[GLM_MT][2];
+    float tsum[GLM_MT_W][2], mx[GLM_MT_W][2];
 #pragma unroll
-    for (int mt = 0; mt < GLM_MT; ++mt) {
-      tsum[mt][0] = tsum[mt][1] = 0.f;
-      mx[mt][0] = mx[mt][1] = GLM_MASKED;
+    for (int i = 0; i < GLM_MT_W; ++i) {
+      tsum[i][0] = tsum[i][1] = 0.f;
+      mx[i][0] = mx[i][1] = GLM_MASKED;
     }
     int rescale = 0;
-    // P = exp2(S - m_ref) of m-tile mt and this warp's tokens as bf16 into shared memory, its
-    // row sums into tsum[mt] (the owner's warps, which hold the full scores).
-    auto write_p = [&](int mt) {
+    // P = exp2(S - m_ref) of local m-tile i and this warp's tokens as bf16 into shared memory,
+    // its row sums into tsum[i] (the owner's warps, which hold the full scores).
+    auto write_p = [&](int i) {
+      const int m = ms * GLM_MT_W + i;
+      const float ref[2] = {of_mtile(m_ref, m, 0), of_mtile(m_ref, m, 1)};
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
         float p[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          p[e] = s[mt][n][e] == GLM_MASKED ? 0.f : glm_exp2(s[mt][n][e] - m_ref[mt][e / 2]);
-          tsum[mt][e / 2] += p[e];
+          p[e] = s[i][n][e] == GLM_MASKED ? 0.f : glm_exp2(s[i][n][e] - ref[e / 2]);
+          tsum[i][e / 2] += p[e];
         }
-        const int col = tok0 + n * 8 + 2 * t, row = 16 * mt + g;
+        const int col = tok0 + n * 8 + 2 * t, row = 16 * m + g;
         *reinterpret_cast<uint32_t *>(sp + row * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
         *reinterpret_cast<uint32_t *>(sp + (row + 8) * GLM_P_ROW + col) =
             glm_pack_bf16x2(p[2], p[3]);
       }
     };
 #pragma unroll
-    for (int mt = 0; mt < GLM_MT; ++mt) {
-      if (kpart != mt)
+    for (int i = 0; i < GLM_MT_W; ++i) {
+      const int m = ms * GLM_MT_W + i;
+      if (kpart != m)
         continue;
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float v = glm_mla_full_score<GLM_S_NTILES>(s[mt][n][e], spart + mt * kSpartMt, sg, n,
-                                                     e, lane);
+          float v = glm_mla_full_score<GLM_S_NTILES>(s[i][n][e], spart + m * kSpartMt, sg, n, e,
+                                                     lane);
           // Token tok0 + 8 n + 2 t + e % 2; n8 tiles pair up in ring entries.
           const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + (e % 2);
           v = svalid[vrow] ? v * scale_log2 : GLM_MASKED;
-          s[mt][n][e] = v;
-          mx[mt][e / 2] = fmaxf(mx[mt][e / 2], v);
+          s[i][n][e] = v;
+          mx[i][e / 2] = fmaxf(mx[i][e / 2], v);
         }
-      rescale = mx[mt][0] > m_ref[mt][0] + GLM_RESCALE_SLACK ||
-                mx[mt][1] > m_ref[mt][1] + GLM_RESCALE_SLACK;
+      rescale = mx[i][0] > of_mtile(m_ref, m, 0) + GLM_RESCALE_SLACK ||
+                mx[i][1] > of_mtile(m_ref, m, 1) + GLM_RESCALE_SLACK;
       if (!rescale)
-        write_p(mt);
+        write_p(i);
     }
     // P is visible to every warp, and every warp learns whether any row needs a new reference.
     if (__syncthreads_or(rescale)) {
       // Slow path (the first tile with a valid slot, and rare jumps): the exact new row maxima
       // across the warps, O and the sums rescaled, P recomputed against them.
 #pragma unroll
-      for (int mt = 0; mt < GLM_MT; ++mt) {
-        if (kpart != mt)
+      for (int i = 0; i < GLM_MT_W; ++i) {
+        const int m = ms * GLM_MT_W + i;
+        if (kpart != m)
           continue;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          mx[mt][r] = fmaxf(mx[mt][r], __shfl_xor_sync(0xffffffffu, mx[mt][r], 1));
-          mx[mt][r] = fmaxf(mx[mt][r], __shfl_xor_sync(0xffffffffu, mx[mt][r], 2));
+          mx[i][r] = fmaxf(mx[i][r], __shfl_xor_sync(0xffffffffu, mx[i][r], 1));
+          mx[i][r] = fmaxf(mx[i][r], __shfl_xor_sync(0xffffffffu, mx[i][r], 2));
         }
         if (t == 0) {
-          red_max[sg * GLM_HEADS + 16 * mt + g] = mx[mt][0];
-          red_max[sg * GLM_HEADS + 16 * mt + g + 8] = mx[mt][1];
+          red_max[sg * GLM_HEADS + 16 * m + g] = mx[i][0];
+          red_max[sg * GLM_HEADS + 16 * m + g + 8] = mx[i][1];
         }
       }
       __syncthreads();
+      float alpha[GLM_MT][2];
 #pragma unroll
       for (int mt = 0; mt < GLM_MT; ++mt) {
-        float alpha[2];
-        glm_mla_new_ref(red_max + 16 * mt, {g, g + 8}, m_ref[mt], l_part[mt], alpha);
+        glm_mla_new_ref(red_max + 16 * mt, {g, g + 8}, m_ref[mt], alpha[mt]);
 #pragma unroll
         for (int n = 0; n < GLM_O_NTILES; ++n) {
-          o[mt][n][0] *= alpha[0];
-          o[mt][n][1] *= alpha[0];
-          o[mt][n][2] *= alpha[1];
-          o[mt][n][3] *= alpha[1];
+          o[mt][n][0] *= alpha[mt][0];
+          o[mt][n][1] *= alpha[mt][0];
+          o[mt][n][2] *= alpha[mt][1];
+          o[mt][n][3] *= alpha[mt][1];
         }
-        if (kpart == mt) {
-          tsum[mt][0] = tsum[mt][1] = 0.f;
-          write_p(mt);
+      }
+#pragma unroll
+      for (int i = 0; i < GLM_MT_W; ++i) {
+        const int m = ms * GLM_MT_W + i;
+        l_part[i][0] *= of_mtile(alpha, m, 0);
+        l_part[i][1] *= of_mtile(alpha, m, 1);
+        if (kpart == m) {
+          tsum[i][0] = tsum[i][1] = 0.f;
+          write_p(i);
         }
       }
       __syncthreads(); // P visible; red_max free for the next slow path
     }
 #pragma unroll
-    for (int mt = 0; mt < GLM_MT; ++mt) {
-      l_part[mt][0] += tsum[mt][0];
-      l_part[mt][1] += tsum[mt][1];
+    for (int i = 0; i < GLM_MT_W; ++i) {
+      l_part[i][0] += tsum[i][0];
+      l_part[i][1] += tsum[i][1];
     }
     GLM_TRACE_MARK(2);
 
@@ -608,22 +635,22 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   }
   // The row sums: this thread's share -> its quad -> the owner's warps, through red_sum. Every
   // warp then holds the CTA's l_run for rows g and g + 8 of every m-tile.
-  float l_run[GLM_MT][2];
 #pragma unroll
-  for (int mt = 0; mt < GLM_MT; ++mt)
+  for (int i = 0; i < GLM_MT_W; ++i) {
+    const int m = ms * GLM_MT_W + i;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      l_part[mt][r] += __shfl_xor_sync(0xffffffffu, l_part[mt][r], 1);
-      l_part[mt][r] += __shfl_xor_sync(0xffffffffu, l_part[mt][r], 2);
+      l_part[i][r] += __shfl_xor_sync(0xffffffffu, l_part[i][r], 1);
+      l_part[i][r] += __shfl_xor_sync(0xffffffffu, l_part[i][r], 2);
     }
-#pragma unroll
-  for (int mt = 0; mt < GLM_MT; ++mt)
-    if (kpart == mt && t == 0) {
-      red_sum[sg * GLM_HEADS + 16 * mt + g] = l_part[mt][0];
-      red_sum[sg * GLM_HEADS + 16 * mt + g + 8] = l_part[mt][1];
+    if (kpart == m && t == 0) {
+      red_sum[sg * GLM_HEADS + 16 * m + g] = l_part[i][0];
+      red_sum[sg * GLM_HEADS + 16 * m + g + 8] = l_part[i][1];
     }
+  }
   glm_cp_async_wait<0>();
   __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
+  float l_run[GLM_MT][2];
 #pragma unroll
   for (int mt = 0; mt < GLM_MT; ++mt)
 #pragma unroll
@@ -730,7 +757,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
       __syncthreads();
       float alpha[2];
-      glm_mla_new_ref(red_max, {2 * t, 2 * t + 1}, m_ref, l_part, alpha);
+      glm_mla_new_ref(red_max, {2 * t, 2 * t + 1}, m_ref, alpha);
+      l_part[0] *= alpha[0];
+      l_part[1] *= alpha[1];
 #pragma unroll
       for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
         o[mt][0] *= alpha[0];

@@ -67,6 +67,7 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   // At most 8 heads (GLM-5 at tensor-parallel 8): 8 heads per CTA, the tokens as the mma M, so
   // nothing is padded (half the mma work of the 16-head layout).
   const int64_t opHeads = dim(q, "heads", 0);
+  const SparseMlaDecodeConfig base = *cfg;
   if (opHeads > 0 && opHeads <= 8)
     *cfg = sparseMlaDecodeWithHeads(*cfg, 8, tiles);
   c.ok = true;
@@ -76,6 +77,23 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.source = sparseMlaDecodeSource(*cfg);
   c.entries = {"sparse_mla_decode"};
   c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
+  // Many heads: the 32-heads-per-CTA kernel too, for large batches where the 16-head kernel
+  // runs one CTA per SM (the runtime's choice: launch::sparseMlaUseWide).
+  if (opHeads >= glm5rt::launch::kSparseMlaWideHeads) {
+    const SparseMlaDecodeConfig wide = sparseMlaDecodeWithHeads(
+        base, static_cast<int>(glm5rt::launch::kSparseMlaWideHeads), tiles);
+    if (wide.dynamicSmem <= tiles.maxSharedPerBlock) {
+      c.extra.push_back({wide.variant, sparseMlaDecodeSource(wide), {"sparse_mla_decode"},
+                         wide.threads, wide.dynamicSmem,
+                         glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(wide))});
+      int64_t from = 1; // the first batch launch::sparseMlaUseWide takes it at
+      while (!glm5rt::launch::sparseMlaUseWide(1, tiles.smCount, from, opHeads))
+        ++from;
+      c.notes.push_back(wide.variant + " from B=" + std::to_string(from) + " on " +
+                        std::to_string(tiles.smCount) +
+                        " SMs where the first kernel runs one CTA per SM");
+    }
+  }
   // The split geometry this choice gives on the tile target, per batch (the runtime redoes it
   // with the device's SM count and occupancy).
   const int64_t heads = dim(q, "heads", 0);

@@ -23,21 +23,23 @@ int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, i
   // registers and the region holds only those), the ring, the row maxima and sums of the
   // GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
-  const int64_t groups = warps / 4;
+  const int64_t msplit = heads == 32 && warps == 16 ? 2 : 1; // GLM_S_MSPLIT
+  const int64_t groups = warps / (4 * msplit);
   const int64_t scoresAndP = 3 * int64_t(tileN) * heads * 4 + heads * (tileN + 8) * 2;
   const int64_t qRegion = heads == 32 ? scoresAndP : heads * row;
   return qRegion + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
 }
 
-std::string sparseMlaDecodeVariant(int tileN, int ring, int heads) {
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps) {
   return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring) +
-         (heads == 16 ? "" : "_h" + std::to_string(heads));
+         (heads == 16 ? "" : "_h" + std::to_string(heads)) +
+         (warps == kSparseMlaWarps ? "" : "_w" + std::to_string(warps));
 }
 
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles) {
   cfg.heads = heads;
-  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads);
+  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads, cfg.threads / 32);
   cfg.dynamicSmem = sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads);
   // 32 heads: ~240 registers per thread (Q fragments and O of two m-tiles) leave one CTA per SM.
   cfg.ctasPerSm = heads == 32 ? 1 : ctasPerSmFor(tiles, cfg.dynamicSmem);

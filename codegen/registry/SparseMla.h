@@ -49,7 +49,8 @@ int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warp
                             int heads = 16);
 
 // The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>", "_h8" with 8 heads per CTA.
-std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16);
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16,
+                                   int warps = kSparseMlaWarps);
 
 // The same tiles with `heads` heads per CTA: 16 (one m16 tile of heads; fewer are padded) or 8
 // (the tokens as the mma M and the heads its N: no padding at 8 heads, half the mma work).

@@ -107,6 +107,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   std::unique_ptr<Backend> b(new Backend(p));
   b->useGraphs_ = o.graphs;
   b->overlap_ = o.overlap;
+  b->mlaWide_ = o.mlaWide;
   b->comm_ = p.ranks() > 1 ? o.comm : nullptr;
   b->rank_ = b->comm_ ? b->comm_->rank() : 0;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
@@ -557,20 +558,19 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     GLM5_ASSIGN_OR_RETURN(launch::SparseMlaParams mp,
                           launch::sparseMlaParamsOf(*plan_.kernels()->Get(s.kernel())));
     const int64_t H = buf(in(0)).shape()->Get(0);
-    if (!mp.f32) {
-      // The split count wants the CTAs per SM of this device and this code, and the cluster
-      // size one the device can place (halved until it can: a GPU partition with few SMs per
-      // GPC may not hold 8 of these CTAs at once). Asked once per kernel.
-      GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
+    // The split count wants the CTAs per SM of this device and this code, and the cluster size
+    // one the device can place (halved until it can: a GPU partition with few SMs per GPC may
+    // not hold 8 of these CTAs at once). Asked once per kernel.
+    auto occupancy = [&](const Fn &d, launch::SparseMlaParams &p) -> Status {
       auto it = mlaOccupancy_.find(d.f);
       if (it == mlaOccupancy_.end()) {
-        const size_t smem = static_cast<size_t>(mp.dynamicSmem);
+        const size_t smem = static_cast<size_t>(p.dynamicSmem);
         int ctas = 1, cluster = launch::kSparseMlaMaxCluster;
-        GLM5_RETURN_IF_ERROR(drv_->occupancy(d.f, mp.threads, smem, &ctas));
+        GLM5_RETURN_IF_ERROR(drv_->occupancy(d.f, p.threads, smem, &ctas));
         for (; cluster > 1; cluster /= 2) {
           int n = 0;
           // A failed query counts as "cannot place": unclustered launches are always valid.
-          if (drv_->clusterOccupancy(d.f, static_cast<unsigned>(cluster), mp.threads, smem,
+          if (drv_->clusterOccupancy(d.f, static_cast<unsigned>(cluster), p.threads, smem,
                                      static_cast<unsigned>(cluster), &n)
                   .isOk() &&
               n > 0)
@@ -578,8 +578,24 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
         }
         it = mlaOccupancy_.emplace(d.f, std::make_pair(std::max(ctas, 1), cluster)).first;
       }
-      mp.ctasPerSm = it->second.first;
-      mp.maxCluster = it->second.second;
+      p.ctasPerSm = it->second.first;
+      p.maxCluster = it->second.second;
+      return Status::ok();
+    };
+    // bf16: the 16-head (or 8-head) kernel, or for many heads and rows at one CTA per SM the
+    // 32-heads-per-CTA one (extra kernel 1).
+    int part = 0;
+    if (!mp.f32) {
+      GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
+      GLM5_RETURN_IF_ERROR(occupancy(d, mp));
+      const bool wide =
+          mlaWide_ < 0 ? launch::sparseMlaUseWide(mp.ctasPerSm, sm, T, H) : mlaWide_ > 0;
+      if (wide && s.extra_kernels() && s.extra_kernels()->size() >= 1) {
+        GLM5_ASSIGN_OR_RETURN(Fn w, fn(s, 1, "sparse_mla_decode"));
+        GLM5_ASSIGN_OR_RETURN(mp, launch::sparseMlaParamsOf(*w.k));
+        GLM5_RETURN_IF_ERROR(occupancy(w, mp));
+        part = 1;
+      }
     }
     launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
     DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));
@@ -594,7 +610,7 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     grow(needs_.mlaOPart, g.oPartBytes);
     grow(needs_.mlaLsePart, g.lsePartBytes);
     grow(needs_.mlaCounters, g.countersBytes);
-    GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
+    GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, part, "sparse_mla_decode"));
     DevicePtr op = mlaOPart_, lp = mlaLsePart_, ctr = mlaCounters_;
     int splits = g.splits, per = g.tokensPerSplit;
     float scaleLog2 = scale * 1.4426950408889634f;

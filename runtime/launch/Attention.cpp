@@ -184,6 +184,12 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   return g;
 }
 
+bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t heads) {
+  if (narrowCtasPerSm != 1 || heads < kSparseMlaWideHeads)
+    return false;
+  return 4 * rows * ceilDiv(heads, kSparseMlaWideHeads) >= smCount;
+}
+
 ParamList sparseMlaParamList(const SparseMlaParams &p) {
   if (p.f32)
     return {{"f32", 1}, {"topk", p.topk}, {"latent", p.latent}};

@@ -131,6 +131,16 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
 // kSparseMlaMaxCluster -- or 2 beyond kSparseMlaClusterGroups (rows x head groups).
 int sparseMlaCluster(int splits, int64_t groups, int maxCluster = kSparseMlaMaxCluster);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
+// Ops of at least kSparseMlaWideHeads heads carry a second bf16 kernel (the step's extra kernel
+// 1): 32 heads per CTA, two m16 tiles sharing every gathered row and K / V fragment. At one CTA
+// per SM it is ~19% faster from batch 32 at 64 heads, and slower at batch <= 8, where its groups
+// are too few to fill the SMs (bench/RESULTS.md, 2026-11-30 "32 heads per CTA"). Where the
+// 16-head kernel fits two CTAs per SM (SM120 tiles as Hopper code) two independent CTAs hide each
+// other's barriers and the 16-head kernel stays faster. So: the wide kernel when the 16-head one
+// runs one CTA per SM and the wide groups (rows x ceil(heads / 32)) are at least a quarter of
+// the SMs.
+constexpr int64_t kSparseMlaWideHeads = 32;
+bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t heads);
 ParamList sparseMlaParamList(const SparseMlaParams &p);
 StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &kernel);
 

@@ -23,8 +23,14 @@ void splitRows(const std::vector<float> &q, int L, int R, std::vector<float> *la
 
 GPU_TEST(sparse_mla_decode) {
   GPU_TRY(selected, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
-  for (int headsPerCta : {16, 32, 8}) {
-    const SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(selected, headsPerCta, ctx.tiles);
+  // Every layout: 16 heads per CTA (the registry's), 32 with 8 and 16 warps, 8.
+  struct Layout {
+    int heads, warps;
+  } layouts[] = {{16, 8}, {32, 8}, {32, 16}, {8, 8}};
+  for (const Layout &layout : layouts) {
+    SparseMlaDecodeConfig base = selected;
+    base.threads = 32 * layout.warps;
+    const SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(base, layout.heads, ctx.tiles);
     GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
     // The phase-traced build of glm5c-bench-sparse-mla --trace compiles too (without spills:
     // the compile-only lit test checks every build's ptxas report).

@@ -51,6 +51,9 @@ const char *kUsage =
     "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512);\n"
     "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step) and\n"
     "  launches each kernel overlapped with the one before it (--no-overlap: one after another).\n"
+    "  --mla-wide auto|on|off (cuda): the 32-heads-per-CTA sparse-MLA kernel of plans with >= 32\n"
+    "  heads: where the device runs the 16-head one at one CTA per SM and the batch is large\n"
+    "  (auto), always, or never.\n"
     "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
     "  of prefill and decode on stderr, largest first.\n";
 
@@ -108,8 +111,16 @@ struct DeviceChoice {
   bool isolate = true;  // --check: each step on the reference's inputs; --check-free: not
   bool graphs = true;   // --no-graph: decode steps launched one by one
   bool overlap = true;  // --no-overlap: no programmatic dependent launch
+  int mlaWide = -1;     // --mla-wide: -1 auto, 1 on, 0 off
   double tolerance = 0; // 0 = from the plan's activation dtype
 };
+
+bool parseMlaWide(const std::string &v, DeviceChoice *dc) {
+  if (v != "auto" && v != "on" && v != "off")
+    return false;
+  dc->mlaWide = v == "auto" ? -1 : v == "on" ? 1 : 0;
+  return true;
+}
 
 // The backend a command runs on: the plan's kind decides by default (host plans on the host
 // backend, GPU plans on cuda); --check wraps cuda and host in a step-by-step comparison.
@@ -133,6 +144,7 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     o.chunk = chunk;
     o.graphs = choice.graphs;
     o.overlap = choice.overlap;
+    o.mlaWide = choice.mlaWide;
     // A sharded plan: one process per rank and GPU (this one is rank 0 until it forks), joined
     // by NCCL; the communicator lives as long as the process.
     static glm5rt::cuda::RankProcess rankProcess;
@@ -307,6 +319,10 @@ int cmdScore(int argc, char **argv) {
       dc.graphs = false;
     } else if (a == "--no-overlap") {
       dc.overlap = false;
+    } else if (a == "--mla-wide" && v) {
+      if (!parseMlaWide(v, &dc))
+        return usage("--mla-wide takes auto, on or off");
+      ++i;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
       ++i;
@@ -480,6 +496,10 @@ int cmdGenerate(int argc, char **argv) {
       continue;
     } else if (a == "--no-overlap") {
       dc.overlap = false;
+      continue;
+    } else if (a == "--mla-wide" && i + 1 < argc) {
+      if (!parseMlaWide(argv[++i], &dc))
+        return usage("--mla-wide takes auto, on or off");
       continue;
     } else if (a == "--chat") {
       chat = true;
