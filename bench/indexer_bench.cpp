@@ -480,6 +480,11 @@ int main(int argc, char **argv) {
     Kernels kt;
     if (trace)
       kt = build(drv, *tiles, codeArch, nvrtc, stagesOverride, true);
+    // As the runtime: one wave of the CTAs this device holds of the score kernel.
+    IndexerScoreConfig scoreOnDevice = k.sc;
+    CHECK_OK(drv.occupancy(k.score, k.sc.threads, static_cast<size_t>(k.sc.dynamicSmem),
+                           &scoreOnDevice.ctasPerSm));
+    scoreOnDevice.ctasPerSm = std::max(scoreOnDevice.ctasPerSm, 1);
     for (int B : {1, 8, 32})
       for (int L : {8192, 32768, 131072}) {
         double keyBytes = double(B) * L * kDim * 2;
@@ -488,7 +493,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < sets; ++si) {
           ps[si].B = B;
           ps[si].L = L;
-          ps[si].chunk = indexerScoreChunk(k.sc, plans, B, L);
+          ps[si].chunk = indexerScoreChunk(scoreOnDevice, plans, B, L);
           int resident = 0; // as the runtime asks: clusters of 8 held at once at this size
           const size_t csmem = static_cast<size_t>(glm5rt::launch::topKClusterLaunchSmem(L, 8));
           if (!drv.clusterOccupancy(k.cluster, 8, k.tk.threads, csmem, 8, &resident).isOk())

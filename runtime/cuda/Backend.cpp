@@ -506,6 +506,16 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
   case pl::OpKind::IndexerScore: {
     GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "indexer_score"));
     GLM5_ASSIGN_OR_RETURN(launch::IndexerScoreParams ip, launch::indexerScoreParamsOf(*f.k));
+    // One wave of the CTAs this device holds of this code (the plan's ctas_per_sm is the tile
+    // target's: SM120's shared memory holds two, an H200 SM four of the same tile).
+    auto occ = scoreOccupancy_.find(f.f);
+    if (occ == scoreOccupancy_.end()) {
+      int ctas = 0;
+      GLM5_RETURN_IF_ERROR(
+          drv_->occupancy(f.f, ip.threads, static_cast<size_t>(ip.dynamicSmem), &ctas));
+      occ = scoreOccupancy_.emplace(f.f, std::max(ctas, 1)).first;
+    }
+    ip.ctasPerSm = occ->second;
     const int64_t cols = last + 1;
     launch::IndexerScoreGrid g = launch::indexerScoreGrid(ip, sm, T, cols);
     DevicePtr q = ptr(in(0)), w = ptr(in(1)), pos = ptr(-2), sc = ptr(out(0)), bt = blockTable_;

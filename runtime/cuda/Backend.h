@@ -96,6 +96,8 @@ private:
   };
   // Sparse MLA's occupancy on this device per kernel: CTAs per SM, largest placeable cluster.
   std::map<Function, std::pair<int, int>> mlaOccupancy_;
+  // The indexer score kernel's resident CTAs per SM on this device, per kernel.
+  std::map<Function, int> scoreOccupancy_;
   // topk_cluster's largest placeable cluster per kernel (at its largest shared memory; 1 if
   // none), and how many such clusters the device holds at once per shared-memory size.
   std::map<Function, int> topkClusters_;

@@ -17,7 +17,8 @@ struct IndexerScoreParams {
   int threads = 0;
   int64_t dynamicSmem = 0;
   int tileN = 0;     // [tile_n] key rows per pipeline stage
-  int ctasPerSm = 1; // [ctas_per_sm] resident CTAs per SM the shared memory allows
+  int ctasPerSm = 1; // [ctas_per_sm] resident CTAs per SM the tile target's shared memory
+                     // allows (the cuda backend asks the device for its own count)
   int64_t heads = 0; // [heads]
   int64_t page = 0;  // [page] cache page size the kernel was compiled for (== kv.page_size)
 };
