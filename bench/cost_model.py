@@ -83,13 +83,17 @@ INPUTS = {
     # registers -- `glm5c-bench-sparse-mla --sm120-occupancy`), H = 8 and H = 64, top-k 2048,
     # context 8192, bf16 cache, graph replay: (batch, us). H = 8: RESULTS.md "sparse MLA: where
     # a CTA's time goes; one-round-trip merges" (the 8-head layout). H = 64: "four k-parts, ring
-    # entries" (x 128 at commit 30ce0c3; batch 1-32 from the same entry's run of 920ed15).
+    # entries" (x 128 at commit 30ce0c3; batch 1-32 from the same entry's run of 920ed15);
+    # re-measured 2026-11-30 ("32 heads per CTA"): the 16-head kernel at batch 1 and 8, the
+    # 32-head one the runtime takes at one CTA per SM from batch 24 (188 SMs) at 32 and 128.
     "mla_bench_context": 8192,
     "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 102.9)],
-    "mla_h64_us": [(1, 15.3), (8, 39.1), (32, 114.8), (128, 349.0)],
+    "mla_h64_us": [(1, 12.8), (8, 33.7), (32, 80.6), (128, 286.2)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
     # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"
-    # (final table; topk_cluster past 8K positions).
+    # (final table; topk_cluster past 8K positions). The score ran at the plan's two CTAs per SM,
+    # SM120's occupancy (on the H200 the runtime now runs the four it holds: RESULTS.md
+    # 2026-11-30 "one wave of the CTAs the device holds"), so these stay the SM120 estimate.
     "indexer_us": [(1, 8192, 13.3), (1, 32768, 18.0), (1, 131072, 34.1), (8, 32768, 35.9),
                    (8, 131072, 104.8), (32, 8192, 33.9), (32, 32768, 108.9),
                    (32, 131072, 360.6)],
