@@ -5,9 +5,11 @@
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
 //                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]]
-//                            [--pdl]
+//                            [--pdl] [--score-ctas N]
 //                            [--parts] [--trace]
-// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning); --define
+// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning);
+// --score-ctas sizes the score grid for N CTAs per SM instead of the device's occupancy (tuning;
+// more than the device holds makes more than one wave); --define
 // (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
 // kernel after the first of a timed sequence overlapped with the one before (programmatic
 // dependent launch); --parts also times the multi-CTA top-k's two launches alone; --trace prints
@@ -417,6 +419,7 @@ int main(int argc, char **argv) {
   int reps = 30;
   std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
+  int scoreCtas = 0;             // --score-ctas: the score grid's CTAs per SM (0: the device's)
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -434,6 +437,8 @@ int main(int argc, char **argv) {
       topkMode = argv[++i];
     else if (a == "--stages" && i + 1 < argc)
       stagesOverride = std::max(2, std::atoi(argv[++i]));
+    else if (a == "--score-ctas" && i + 1 < argc)
+      scoreCtas = std::max(1, std::atoi(argv[++i]));
     else if (a == "--reps" && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--define" && i + 1 < argc)
@@ -451,7 +456,7 @@ int main(int argc, char **argv) {
           stderr,
           "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
           "[--topk plan|row|multi|cluster] "
-          "[--stages N] [--define NAME[=V]] [--pdl] [--parts] [--trace]\n",
+          "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--parts] [--trace]\n",
           argv[0]);
       return 2;
     }
@@ -484,7 +489,7 @@ int main(int argc, char **argv) {
     IndexerScoreConfig scoreOnDevice = k.sc;
     CHECK_OK(drv.occupancy(k.score, k.sc.threads, static_cast<size_t>(k.sc.dynamicSmem),
                            &scoreOnDevice.ctasPerSm));
-    scoreOnDevice.ctasPerSm = std::max(scoreOnDevice.ctasPerSm, 1);
+    scoreOnDevice.ctasPerSm = scoreCtas > 0 ? scoreCtas : std::max(scoreOnDevice.ctasPerSm, 1);
     for (int B : {1, 8, 32})
       for (int L : {8192, 32768, 131072}) {
         double keyBytes = double(B) * L * kDim * 2;
