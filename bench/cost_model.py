@@ -87,7 +87,9 @@ INPUTS = {
     # re-measured 2026-11-30 ("32 heads per CTA"): the 16-head kernel at batch 1 and 8, the
     # 32-head one the runtime takes at one CTA per SM from batch 24 (188 SMs) at 32 and 128.
     "mla_bench_context": 8192,
-    "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 102.9)],
+    # H = 8 at batch 128: the two-CTAs-per-SM form the runtime takes there on SM120 (RESULTS.md
+    # 2026-11-30 "two CTAs per SM on SM120").
+    "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 86.5)],
     "mla_h64_us": [(1, 12.8), (8, 33.7), (32, 80.6), (128, 286.2)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
     # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"

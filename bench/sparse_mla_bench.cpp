@@ -67,6 +67,8 @@ constexpr int kTraceCtas = 1 << 16;
 std::string gDefines, gDefineTag; // --define lines before the kernel source, and their tag
 constexpr int kTraceSlots = 12;
 
+bool gTwoPerSm = false; // --two-per-sm: the one-tile-ring form that fits two CTAs per SM
+
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
              const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads,
              bool trace) {
@@ -79,8 +81,16 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   if (warps > 0)
     cfg->threads = 32 * warps;
   *cfg = sparseMlaDecodeWithHeads(*cfg, heads, tiles); // name and shared memory for the above
-  if (minCtas > 0)
-    cfg->minCtas = minCtas;
+  Kernel k;
+  if (gTwoPerSm) {
+    auto two = sparseMlaDecodeTwoPerSm(*cfg, tiles);
+    if (!two)
+      return k; // no such form for these heads on these tiles (decode stays null)
+    *cfg = *two;
+  }
+  // minCtas < 0: the register budget of as many CTAs per SM as the tile target holds.
+  if (minCtas != 0)
+    cfg->minCtas = minCtas > 0 ? minCtas : cfg->ctasPerSm;
   cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
   KernelSource src;
   src.name = cfg->variant + "_" + tiles.name;
@@ -103,7 +113,7 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
               compiled->fromCache ? " (cache)" : "", res.c_str());
   cu::Module mod;
   CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-  Kernel k{*cfg, &tiles, nullptr, cfg->dynamicSmem};
+  k = Kernel{*cfg, &tiles, nullptr, cfg->dynamicSmem};
   CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
   if (trace)
     CHECK_OK(drv.getFunction(mod, "sparse_mla_trace_dump", &k.traceDump));
@@ -423,6 +433,8 @@ int main(int argc, char **argv) {
       probe = true;
     else if (a == "--sm120-occupancy")
       sm120Occupancy = true;
+    else if (a == "--two-per-sm") // the one-tile-ring form where it fits two CTAs per SM
+      gTwoPerSm = true;
     else if (a == "--skip-checks") // profiling: the first launch is the first shape's check
       skipChecks = true;
     else if (a == "--define" && i + 1 < argc) { // `#define NAME V` before the source
@@ -435,7 +447,7 @@ int main(int argc, char **argv) {
                    "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
                    "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
-                   "[--define NAME=V] [--pdl]\n",
+                   "[--define NAME=V] [--pdl] [--two-per-sm]\n",
                    argv[0]);
       return 2;
     }
@@ -468,17 +480,18 @@ int main(int argc, char **argv) {
               std::fprintf(stderr, "--warps takes 4, 8 or 16 (16: with 32 heads per CTA)\n");
               return 2;
             }
-            // SM120 occupancy implies SM120's register budget: one CTA per SM (unless --min-ctas).
+            // SM120 occupancy implies SM120's register budget: as many CTAs per SM as the tile
+            // target holds (-1; unless --min-ctas).
             const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str())
-                                : sm120Occupancy          ? 1
+                                : sm120Occupancy          ? -1
                                                           : 0;
             const int vTile = std::atoi(vn.c_str()),
                       vRing = vn.find(':') == std::string::npos
                                   ? 0
                                   : std::atoi(vn.c_str() + vn.find(':') + 1);
-            if (vTile != 0 && (vTile % 32 != 0 || vRing < 2 * vTile / 16)) {
+            if (vTile != 0 && (vTile % 32 != 0 || vRing < vTile / 16)) {
               std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
-                                   "entries) >= two tiles\n");
+                                   "entries) >= one tile\n");
               return 2;
             }
             const int heads = std::atoi(hn.c_str());
@@ -490,14 +503,20 @@ int main(int argc, char **argv) {
               continue; // 16 warps: the 32-heads-per-CTA layout only
             Kernel k =
                 build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads, trace);
+            if (!k.decode)
+              continue; // --two-per-sm: no such form for these heads
             if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
               std::printf("%s: %lld B shared memory does not fit this device\n",
                           k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));
               continue;
             }
-            if (sm120Occupancy) // one CTA per SM: more than half of the SM's shared memory each
-              k.launchSmem =
-                  std::max<int64_t>(k.cfg.dynamicSmem, drv.info().maxSharedOptin / 2 + 1024);
+            // As many CTAs per SM as the tile target holds (k.cfg.ctasPerSm, from its shared
+            // memory per SM): each launch pads its shared memory so that one more does not fit
+            // this device's SM (opt-in maximum + the 1 KB the system reserves).
+            if (sm120Occupancy)
+              k.launchSmem = std::max<int64_t>(
+                  k.cfg.dynamicSmem,
+                  (int64_t(drv.info().maxSharedOptin) + 1024) / (k.cfg.ctasPerSm + 1) - 1024 + 64);
             int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
             CHECK_OK(
                 drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
@@ -506,7 +525,9 @@ int main(int argc, char **argv) {
             const std::string label =
                 tn + (heads == 8 ? "/h8" : "") + "/t" + std::to_string(k.cfg.tileN) + "r" +
                 std::to_string(k.cfg.ring) + "w" + std::to_string(k.cfg.threads / 32) + "m" +
-                std::to_string(k.cfg.minCtas) + (sm120Occupancy ? "o1" : "");
+                std::to_string(k.cfg.minCtas) +
+                (sm120Occupancy ? "o" + std::to_string(k.cfg.ctasPerSm) : "") +
+                (k.cfg.qGlobal ? "qg" : "");
             // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
             // splits.
             struct Case {

@@ -82,17 +82,27 @@ static_assert(GLM_TILE_N % GLM_ENTRY_N == 0 && GLM_GATHER_ROWS % GLM_ENTRY_N == 
                   GLM_TILE_ENTRIES % GLM_GATHER_SETS == 0,
               "whole ring entries per tile, whole thread sets per entry and per refill");
 static_assert(GLM_D % 64 == 0 && GLM_O_NTILES % 2 == 0, "mma and gather tiling");
-static_assert(GLM_RING >= 2 * GLM_TILE_ENTRIES, "a ring of at least two tiles");
+// A ring of one tile (GLM_RING == GLM_TILE_ENTRIES) has no load in flight during a tile's math
+// within the CTA: it is for two or more CTAs per SM, which overlap each other's loads (SM120,
+// where a two-tile ring leaves room for one CTA only). The pipeline below needs no other change:
+// refill k then loads tile k itself into the entries tile k - 1 used, and waits for all of it.
+static_assert(GLM_RING >= GLM_TILE_ENTRIES, "a ring of at least one tile");
 
 // Dynamic shared memory layout, in bytes (codegen/registry/SparseMla.cpp computes the same total).
 // Q's region is free once every warp holds its fragments: from then on it holds the k-parts'
-// partial scores and P. With 32 heads Q (37 KB) would not fit beside the ring in SM120's 99 KB:
-// the warps load their fragments straight from global memory, and the region only holds the
-// partial scores and P.
+// partial scores and P. GLM_Q_GLOBAL: the warps load their Q fragments straight from global
+// memory and the region only holds the partial scores and P -- with 32 heads always (Q's 37 KB
+// would not fit beside the ring in SM120's 99 KB), with 16 heads where the shared memory is
+// wanted for a second CTA per SM.
+#ifndef GLM_Q_GLOBAL
+#define GLM_Q_GLOBAL (GLM_MT > 1)
+#endif
+static_assert(GLM_Q_GLOBAL || GLM_MT == 1, "32 heads: Q from global memory");
+static_assert(!GLM_Q_GLOBAL || GLM_HEADS != 8, "the 8-head layout reads Q from shared memory");
 #define GLM_SMEM_Q 0
 #define GLM_SMEM_SP_BYTES                                                                          \
   ((GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4 + GLM_HEADS * GLM_P_ROW * 2)
-#define GLM_SMEM_Q_BYTES (GLM_MT == 1 ? GLM_HEADS * GLM_ROW * 2 : GLM_SMEM_SP_BYTES)
+#define GLM_SMEM_Q_BYTES (GLM_Q_GLOBAL ? GLM_SMEM_SP_BYTES : GLM_HEADS * GLM_ROW * 2)
 #define GLM_SMEM_KV (GLM_SMEM_Q + GLM_SMEM_Q_BYTES)
 #define GLM_SMEM_RED (GLM_SMEM_KV + GLM_RING * GLM_ENTRY_N * GLM_ROW * 2)
 #define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
@@ -287,8 +297,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int32_t *idx = indices + static_cast<long long>(b) * GLM_TOPK;
 
   // Q rows of this head group; rows past num_heads are zero (their results are never written).
-  // (32 heads: the warps load their fragments from global memory, below.)
-  for (int c = tid; GLM_MT == 1 && c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
+  // (GLM_Q_GLOBAL: the warps load their fragments from global memory, below.)
+  for (int c = tid; !GLM_Q_GLOBAL && c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
     int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
     int h = head0 + row;
     const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
@@ -381,7 +391,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     __syncthreads(); // the tile landed and is visible to every warp
   };
   // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
+  // (A one-tile ring: every tile starts at entry 0, row r is row r.)
   auto tile_row = [&](int r) {
+    if (GLM_RING == GLM_TILE_ENTRIES)
+      return r;
     int re = entry0 + r / GLM_ENTRY_N;
     re -= re >= GLM_RING ? GLM_RING : 0;
     return re * GLM_ENTRY_N + r % GLM_ENTRY_N;
@@ -428,35 +441,37 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
 
   // Each warp holds Q's A fragments of its m-tiles for its GLM_S_K columns for the whole split.
-  // 16 heads: Q rides in entry 0's commit group, and the loop's first barrier then frees Q's
-  // region for spart and P. 32 heads: straight from global memory (rows past num_heads zero),
-  // issued before the wait for tile 0 so that their latency overlaps it. A k16 step lies
-  // wholly in the latent or in the rope part (GLM_D_LATENT % 16 == 0).
+  // From shared memory: Q rides in entry 0's commit group, and the loop's first barrier then
+  // frees Q's region for spart and P. GLM_Q_GLOBAL: straight from global memory (rows past
+  // num_heads zero), issued before the wait for tile 0 so that their latency overlaps it. A k16
+  // step lies wholly in the latent or in the rope part (GLM_D_LATENT % 16 == 0).
   uint32_t qa[GLM_MT_W][GLM_S_KSTEPS][4];
-#if GLM_MT > 1
+#if GLM_Q_GLOBAL
 #pragma unroll
   for (int i = 0; i < GLM_MT_W; ++i)
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int h = head0 + 16 * (ms * GLM_MT_W + i) + g + 8 * hh;
-      const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
+      const bool ok = h < num_heads;
+      const long long qrow = static_cast<long long>(b) * num_heads + (ok ? h : 0);
+      // Row pointers indexed by the column c of [0, GLM_D): latent below GLM_D_LATENT, rope
+      // from there.
+      const glm_bf16 *lat = q_lat + qrow * GLM_D_LATENT + 2 * t;
+      const glm_bf16 *rope = q_rope + qrow * GLM_D_ROPE - GLM_D_LATENT + 2 * t;
 #pragma unroll
-      for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int col = kbeg + 16 * kk + 2 * t + 8 * half;
-          const glm_bf16 *src = col < GLM_D_LATENT
-                                    ? q_lat + qrow * GLM_D_LATENT + col
-                                    : q_rope + qrow * GLM_D_ROPE + (col - GLM_D_LATENT);
-          qa[i][kk][hh + 2 * half] =
-              h < num_heads ? __ldg(reinterpret_cast<const unsigned int *>(src)) : 0u;
-        }
+      for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
+        const int c = kbeg + 16 * kk;
+        const unsigned int *src =
+            reinterpret_cast<const unsigned int *>((c < GLM_D_LATENT ? lat : rope) + c);
+        qa[i][kk][hh] = ok ? __ldg(src) : 0u;
+        qa[i][kk][hh + 2] = ok ? __ldg(src + 4) : 0u; // columns c + 2t + 8, + 9
+      }
     }
 #endif
   glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
   __syncthreads();
   GLM_TRACE(2);
-#if GLM_MT == 1
+#if !GLM_Q_GLOBAL
 #pragma unroll
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
     glm_ldmatrix_x4(qa[0][kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +

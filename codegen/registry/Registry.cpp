@@ -77,8 +77,23 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
   c.source = sparseMlaDecodeSource(*cfg);
   c.entries = {"sparse_mla_decode"};
   c.params = glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*cfg));
-  // Many heads: the 32-heads-per-CTA kernel too, for large batches where the 16-head kernel
-  // runs one CTA per SM (the runtime's choice: launch::sparseMlaUseWide).
+  // Where the tile target holds one CTA of this kernel per SM (SM120): with many heads the
+  // 32-heads-per-CTA kernel too, else the kernel's two-CTAs-per-SM form (one-tile ring). The
+  // runtime picks per device and batch (launch::sparseMlaPick; with both, the 32-head kernel
+  // would take every batch the form would, so only one is compiled).
+  const auto two = opHeads < glm5rt::launch::kSparseMlaWideHeads
+                       ? sparseMlaDecodeTwoPerSm(*cfg, tiles)
+                       : std::nullopt;
+  if (two) {
+    c.extra.push_back({two->variant, sparseMlaDecodeSource(*two), {"sparse_mla_decode"},
+                       two->threads, two->dynamicSmem,
+                       glm5rt::launch::sparseMlaParamList(sparseMlaDecodeLaunchParams(*two))});
+    const int64_t groupsPerRow = (std::max<int64_t>(opHeads, 1) + two->heads - 1) / two->heads;
+    const int64_t from = (tiles.smCount + 2 * groupsPerRow - 1) / (2 * groupsPerRow);
+    c.notes.push_back(two->variant + " (two CTAs per SM) from B=" + std::to_string(from) +
+                      " on " + std::to_string(tiles.smCount) +
+                      " SMs where the first kernel runs one CTA per SM");
+  }
   if (opHeads >= glm5rt::launch::kSparseMlaWideHeads) {
     const SparseMlaDecodeConfig wide = sparseMlaDecodeWithHeads(
         base, static_cast<int>(glm5rt::launch::kSparseMlaWideHeads), tiles);

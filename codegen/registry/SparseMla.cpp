@@ -18,7 +18,8 @@ int ctasPerSmFor(const Target &tiles, int64_t smem) {
 }
 } // namespace
 
-int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, int heads) {
+int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, int heads,
+                            bool qGlobal) {
   // Q (whose region then holds the k-parts' partial scores and P; with 32 heads Q stays in
   // registers and the region holds only those), the ring, the row maxima and sums of the
   // GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
@@ -26,24 +27,40 @@ int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, i
   const int64_t msplit = heads == 32 && warps == 16 ? 2 : 1; // GLM_S_MSPLIT
   const int64_t groups = warps / (4 * msplit);
   const int64_t scoresAndP = 3 * int64_t(tileN) * heads * 4 + heads * (tileN + 8) * 2;
-  const int64_t qRegion = heads == 32 ? scoresAndP : heads * row;
+  const int64_t qRegion = heads == 32 || qGlobal ? scoresAndP : heads * row;
   return qRegion + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
 }
 
-std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps) {
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps, bool qGlobal) {
   return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring) +
          (heads == 16 ? "" : "_h" + std::to_string(heads)) +
-         (warps == kSparseMlaWarps ? "" : "_w" + std::to_string(warps));
+         (warps == kSparseMlaWarps ? "" : "_w" + std::to_string(warps)) +
+         (qGlobal && heads == 16 ? "_qg" : "");
 }
 
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles) {
   cfg.heads = heads;
-  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads, cfg.threads / 32);
-  cfg.dynamicSmem = sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads);
+  cfg.qGlobal = cfg.qGlobal && heads == 16; // 32 heads always, 8 never
+  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads, cfg.threads / 32, cfg.qGlobal);
+  cfg.dynamicSmem =
+      sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads, cfg.qGlobal);
   // 32 heads: ~240 registers per thread (Q fragments and O of two m-tiles) leave one CTA per SM.
   cfg.ctasPerSm = heads == 32 ? 1 : ctasPerSmFor(tiles, cfg.dynamicSmem);
   return cfg;
+}
+
+std::optional<SparseMlaDecodeConfig> sparseMlaDecodeTwoPerSm(const SparseMlaDecodeConfig &cfg,
+                                                             const Target &tiles) {
+  if (cfg.ctasPerSm >= 2 || cfg.heads == 32)
+    return std::nullopt;
+  SparseMlaDecodeConfig small = cfg;
+  small.ring = cfg.tileN / 16; // one tile
+  small.qGlobal = cfg.heads == 16;
+  small = sparseMlaDecodeWithHeads(small, cfg.heads, tiles);
+  if (small.ctasPerSm < 2)
+    return std::nullopt;
+  return small;
 }
 
 glm5rt::StatusOr<SparseMlaDecodeConfig> selectSparseMlaDecode(const Target &tiles,
@@ -104,6 +121,8 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
   s += "#define GLM_WARPS " + std::to_string(cfg.threads / 32) + "\n";
   if (cfg.minCtas > 0)
     s += "#define GLM_MIN_CTAS " + std::to_string(cfg.minCtas) + "\n";
+  if (cfg.qGlobal && cfg.heads == 16)
+    s += "#define GLM_Q_GLOBAL 1\n";
   s += "#define GLM_D_LATENT " + std::to_string(cfg.shape.latent) + "\n";
   s += "#define GLM_D_ROPE " + std::to_string(cfg.shape.rope) + "\n";
   s += "#define GLM_TOPK " + std::to_string(cfg.shape.topk) + "\n";

@@ -8,6 +8,7 @@
 #include "runtime/support/status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,8 @@ struct SparseMlaDecodeConfig {
   std::string variant;      // "sparse_mla_decode_bf16_t32_r4"
   int heads = 16;           // heads per CTA (the mma M)
   int tileN = 32;           // cache rows per tile (one softmax step)
-  int ring = 4;             // ring entries of 16 rows (>= 2 tiles' worth)
+  int ring = 4;             // ring entries of 16 rows (>= 1 tile's worth; 2 tiles to prefetch)
+  bool qGlobal = false;     // 16 heads: Q fragments from global memory (GLM_Q_GLOBAL; 32: always)
   int minCtas = 0;          // tuning only: forces GLM_MIN_CTAS (0: from the code arch)
   int ctasPerSm = 1;        // resident CTAs per SM the tile target's shared memory allows (<= 2)
   int threads = 32 * kSparseMlaWarps;
@@ -46,17 +48,25 @@ struct SparseMlaDecodeConfig {
 
 // Bytes of dynamic shared memory for a tile choice (mirrors sparse_mla_decode.cuh's layout).
 int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warps,
-                            int heads = 16);
+                            int heads = 16, bool qGlobal = false);
 
-// The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>", "_h8" with 8 heads per CTA.
+// The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>", "_h8" with 8 heads per CTA,
+// "_qg" for Q from global memory with 16 heads.
 std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16,
-                                   int warps = kSparseMlaWarps);
+                                   int warps = kSparseMlaWarps, bool qGlobal = false);
 
 // The same tiles with `heads` heads per CTA: 16 (one m16 tile of heads; fewer are padded) or 8
 // (the tokens as the mma M and the heads its N: no padding at 8 heads, half the mma work).
 // The registry takes 8 for ops of at most 8 heads; glm5c-bench-sparse-mla --heads-per-cta.
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles);
+
+// The same heads with a one-tile ring (and, with 16 heads, Q from global memory) where that
+// lets two CTAs share an SM of `tiles` and the two-tile ring leaves one (SM120's 100 KB per SM):
+// two CTAs overlap each other's loads and barriers. Nothing when `cfg` already has two per SM,
+// or the smaller form would not have them either (32 heads: ~240 registers).
+std::optional<SparseMlaDecodeConfig> sparseMlaDecodeTwoPerSm(const SparseMlaDecodeConfig &cfg,
+                                                             const Target &tiles);
 
 // Picks the largest tile and deepest ring that fit `tiles`' shared memory. On failure the
 // status lists every candidate and why it was rejected.

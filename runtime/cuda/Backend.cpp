@@ -107,7 +107,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   std::unique_ptr<Backend> b(new Backend(p));
   b->useGraphs_ = o.graphs;
   b->overlap_ = o.overlap;
-  b->mlaWide_ = o.mlaWide;
+  b->mlaKernel_ = o.mlaKernel;
   b->comm_ = p.ranks() > 1 ? o.comm : nullptr;
   b->rank_ = b->comm_ ? b->comm_->rank() : 0;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
@@ -592,20 +592,21 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       p.maxCluster = it->second.second;
       return Status::ok();
     };
-    // bf16: the 16-head (or 8-head) kernel, or for many heads and rows at one CTA per SM the
-    // 32-heads-per-CTA one (extra kernel 1).
+    // bf16: every kernel of the op (the step's and its extra ones: the 32-heads-per-CTA one, the
+    // two-CTAs-per-SM form), each with its occupancy here; launch::sparseMlaPick chooses.
     int part = 0;
     if (!mp.f32) {
-      GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, 0, "sparse_mla_decode"));
-      GLM5_RETURN_IF_ERROR(occupancy(d, mp));
-      const bool wide =
-          mlaWide_ < 0 ? launch::sparseMlaUseWide(mp.ctasPerSm, sm, T, H) : mlaWide_ > 0;
-      if (wide && s.extra_kernels() && s.extra_kernels()->size() >= 1) {
-        GLM5_ASSIGN_OR_RETURN(Fn w, fn(s, 1, "sparse_mla_decode"));
-        GLM5_ASSIGN_OR_RETURN(mp, launch::sparseMlaParamsOf(*w.k));
-        GLM5_RETURN_IF_ERROR(occupancy(w, mp));
-        part = 1;
+      const int parts = 1 + (s.extra_kernels() ? static_cast<int>(s.extra_kernels()->size()) : 0);
+      std::vector<launch::SparseMlaParams> ps(static_cast<size_t>(parts));
+      std::vector<launch::SparseMlaCandidate> cands(static_cast<size_t>(parts));
+      for (int i = 0; i < parts; ++i) {
+        GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, i, "sparse_mla_decode"));
+        GLM5_ASSIGN_OR_RETURN(ps[i], launch::sparseMlaParamsOf(*f.k));
+        GLM5_RETURN_IF_ERROR(occupancy(f, ps[i]));
+        cands[i] = {ps[i].headsPerCta, ps[i].ctasPerSm};
       }
+      part = launch::sparseMlaPick(cands, sm, T, H, mlaKernel_);
+      mp = ps[static_cast<size_t>(part)];
     }
     launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
     DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));

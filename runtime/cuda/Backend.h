@@ -46,9 +46,9 @@ struct BackendOptions {
   // CTAs are scheduled while the predecessor drains and wait in glm_grid_chain); false: each
   // launch starts after the one before it has ended.
   bool overlap = true;
-  // The 32-heads-per-CTA sparse-MLA kernel (a plan's extra kernel for >= 32 heads): -1 where
-  // launch::sparseMlaUseWide says, 1 always, 0 never.
-  int mlaWide = -1;
+  // Which of a sparse-MLA op's kernels to launch (launch::sparseMlaPick): auto, or one forced
+  // where the plan has it (glm5-run --mla-kernel).
+  launch::SparseMlaForce mlaKernel = launch::SparseMlaForce::kAuto;
   // A sharded plan (several ranks): this process's rank and its NCCL communicator (the plan's
   // AllReduce steps); the backend loads only the rank's weights and runs its entry points.
   const Nccl::Comm *comm = nullptr;
@@ -155,7 +155,7 @@ private:
 
   bool useGraphs_ = true;
   bool overlap_ = true; // BackendOptions::overlap
-  int mlaWide_ = -1;    // BackendOptions::mlaWide
+  launch::SparseMlaForce mlaKernel_ = launch::SparseMlaForce::kAuto; // BackendOptions::mlaKernel
   // Profiling (enableProfile): an event before every step of a call and one after the last;
   // the times are summed per (entry, "op kind kernel variant") after the call's synchronize.
   struct ProfileRow {

@@ -190,6 +190,34 @@ bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t he
   return 4 * rows * ceilDiv(heads, kSparseMlaWideHeads) >= smCount;
 }
 
+int sparseMlaPick(const std::vector<SparseMlaCandidate> &c, int smCount, int64_t rows,
+                  int64_t heads, SparseMlaForce force) {
+  int wide = -1, two = -1;
+  for (size_t i = 1; i < c.size(); ++i) {
+    if (c[i].headsPerCta == kSparseMlaWideHeads)
+      wide = wide < 0 ? static_cast<int>(i) : wide;
+    else if (c[i].ctasPerSm >= 2)
+      two = two < 0 ? static_cast<int>(i) : two;
+  }
+  switch (force) {
+  case SparseMlaForce::kBase:
+    return 0;
+  case SparseMlaForce::kTwoPerSm:
+    return two >= 0 ? two : 0;
+  case SparseMlaForce::kWide:
+    return wide >= 0 ? wide : 0;
+  case SparseMlaForce::kAuto:
+    break;
+  }
+  if (c.empty() || c[0].ctasPerSm >= 2)
+    return 0;
+  if (wide >= 0 && sparseMlaUseWide(c[0].ctasPerSm, smCount, rows, heads))
+    return wide;
+  if (two >= 0 && 2 * rows * ceilDiv(heads, c[two].headsPerCta) >= smCount)
+    return two;
+  return 0;
+}
+
 ParamList sparseMlaParamList(const SparseMlaParams &p) {
   if (p.f32)
     return {{"f32", 1}, {"topk", p.topk}, {"latent", p.latent}};

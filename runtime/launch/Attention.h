@@ -8,6 +8,7 @@
 #include "runtime/launch/Params.h"
 
 #include <cstdint>
+#include <vector>
 #include <initializer_list>
 
 namespace glm5rt::launch {
@@ -142,6 +143,23 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
 // the SMs.
 constexpr int64_t kSparseMlaWideHeads = 32;
 bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t heads);
+
+// The kernels of one sparse-MLA op, each as the runtime sees it on its device: the step's kernel
+// (index 0) and its extra kernels -- the 32-heads-per-CTA one (headsPerCta 32) and the
+// two-CTAs-per-SM form of the first (one-tile ring; headsPerCta 16 or 8), where the plan has them.
+struct SparseMlaCandidate {
+  int headsPerCta = 16;
+  int ctasPerSm = 1; // on this device (the driver's occupancy)
+};
+// Which candidate to launch. The first while it runs two CTAs per SM (an H200: every SM120 tile
+// does); else the 32-head kernel where sparseMlaUseWide says so; else the two-CTAs-per-SM form
+// where it does get two and its groups (rows x ceil(heads / its heads per CTA)) are at least
+// half the SMs; else the first. At SM120's occupancy (bench/RESULTS.md 2026-11-30 "two CTAs per
+// SM"), the form is 16% faster than the first at 8 heads x batch 128 and 31% slower at batch 8,
+// where too few CTAs leave its one-tile ring without a second CTA to overlap.
+enum class SparseMlaForce { kAuto, kBase, kTwoPerSm, kWide };
+int sparseMlaPick(const std::vector<SparseMlaCandidate> &c, int smCount, int64_t rows,
+                  int64_t heads, SparseMlaForce force = SparseMlaForce::kAuto);
 ParamList sparseMlaParamList(const SparseMlaParams &p);
 StatusOr<SparseMlaParams> sparseMlaParamsOf(const glm5::plan::Kernel &kernel);
 

@@ -23,14 +23,24 @@ void splitRows(const std::vector<float> &q, int L, int R, std::vector<float> *la
 
 GPU_TEST(sparse_mla_decode) {
   GPU_TRY(selected, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
-  // Every layout: 16 heads per CTA (the registry's), 32 with 8 and 16 warps, 8.
+  // Every layout: 16 heads per CTA (the registry's), 32 with 8 and 16 warps, 8; and, where the
+  // tile target has it (SM120), the two-CTAs-per-SM form of 16 and 8 heads (one-tile ring; 16
+  // heads with Q from global memory).
   struct Layout {
     int heads, warps;
-  } layouts[] = {{16, 8}, {32, 8}, {32, 16}, {8, 8}};
+    bool twoPerSm;
+  } layouts[] = {{16, 8, false}, {32, 8, false}, {32, 16, false},
+                 {8, 8, false},  {16, 8, true},  {8, 8, true}};
   for (const Layout &layout : layouts) {
     SparseMlaDecodeConfig base = selected;
     base.threads = 32 * layout.warps;
-    const SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(base, layout.heads, ctx.tiles);
+    SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(base, layout.heads, ctx.tiles);
+    if (layout.twoPerSm) {
+      const auto two = sparseMlaDecodeTwoPerSm(cfg, ctx.tiles);
+      if (!two)
+        continue;
+      cfg = *two;
+    }
     GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
     // The phase-traced build of glm5c-bench-sparse-mla --trace compiles too (without spills:
     // the compile-only lit test checks every build's ptxas report).

@@ -454,6 +454,24 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_FALSE(sparseMlaUseWide(2, 132, 128, 64)); // two 16-head CTAs per SM
   EXPECT_FALSE(sparseMlaUseWide(1, 132, 128, 16)); // fewer heads than the layout's
   EXPECT_TRUE(sparseMlaUseWide(1, 132, 33, 32));
+  // The op's kernels: the first while it runs two CTAs per SM; else the 32-head one at large
+  // batches; else the two-CTAs-per-SM form where it gets two.
+  const std::vector<SparseMlaCandidate> h200 = {{16, 2}, {16, 4}, {32, 1}};
+  EXPECT_EQ(sparseMlaPick(h200, 132, 128, 64), 0);
+  const std::vector<SparseMlaCandidate> sm120 = {{16, 1}, {16, 2}, {32, 1}};
+  EXPECT_EQ(sparseMlaPick(sm120, 188, 1, 64), 0);   // 4 groups: too few for two per SM
+  EXPECT_EQ(sparseMlaPick(sm120, 188, 128, 64), 2); // large batch, many heads: 32 per CTA
+  EXPECT_EQ(sparseMlaPick({{8, 1}, {8, 2}}, 188, 128, 8), 1);
+  EXPECT_EQ(sparseMlaPick({{8, 1}, {8, 2}}, 188, 94, 8), 1); // 94 groups: half of 188 SMs
+  EXPECT_EQ(sparseMlaPick({{8, 1}, {8, 2}}, 188, 93, 8), 0);
+  EXPECT_EQ(sparseMlaPick({{16, 1}, {16, 2}}, 132, 66, 16), 1);
+  EXPECT_EQ(sparseMlaPick({{16, 1}, {16, 2}}, 132, 65, 16), 0);
+  EXPECT_EQ(sparseMlaPick({{16, 1}, {16, 1}}, 188, 128, 16), 0); // the form did not get two
+  EXPECT_EQ(sparseMlaPick({{16, 1}}, 188, 1, 16), 0);
+  EXPECT_EQ(sparseMlaPick(h200, 132, 1, 64, SparseMlaForce::kTwoPerSm), 1);
+  EXPECT_EQ(sparseMlaPick(h200, 132, 1, 64, SparseMlaForce::kWide), 2);
+  EXPECT_EQ(sparseMlaPick(sm120, 188, 1, 64, SparseMlaForce::kBase), 0);
+  EXPECT_EQ(sparseMlaPick({{16, 1}}, 188, 1, 16, SparseMlaForce::kWide), 0); // none: the first
   // A device that cannot place clusters of 8 (the runtime asks): the largest it can.
   EXPECT_EQ(sparseMlaCluster(64, 1, 4), 4);
   EXPECT_EQ(sparseMlaCluster(64, 1, 1), 1);

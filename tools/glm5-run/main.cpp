@@ -51,9 +51,9 @@ const char *kUsage =
     "  (errors accumulate). Prefill runs in chunks of at most --chunk tokens (default 512);\n"
     "  cuda replays each decode step as a CUDA graph (--no-graph: launches step by step) and\n"
     "  launches each kernel overlapped with the one before it (--no-overlap: one after another).\n"
-    "  --mla-wide auto|on|off (cuda): the 32-heads-per-CTA sparse-MLA kernel of plans with >= 32\n"
-    "  heads: where the device runs the 16-head one at one CTA per SM and the batch is large\n"
-    "  (auto), always, or never.\n"
+    "  --mla-kernel auto|base|two-per-sm|wide (cuda): which of a sparse-MLA op's kernels runs:\n"
+    "  chosen per device and batch (auto), or forced where the plan has it: the step's own, its\n"
+    "  two-CTAs-per-SM form (SM120 tiles), the 32-heads-per-CTA one (ops of >= 32 heads).\n"
     "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
     "  of prefill and decode on stderr, largest first.\n";
 
@@ -111,14 +111,22 @@ struct DeviceChoice {
   bool isolate = true;  // --check: each step on the reference's inputs; --check-free: not
   bool graphs = true;   // --no-graph: decode steps launched one by one
   bool overlap = true;  // --no-overlap: no programmatic dependent launch
-  int mlaWide = -1;     // --mla-wide: -1 auto, 1 on, 0 off
+  glm5rt::launch::SparseMlaForce mlaKernel = glm5rt::launch::SparseMlaForce::kAuto;
   double tolerance = 0; // 0 = from the plan's activation dtype
 };
 
-bool parseMlaWide(const std::string &v, DeviceChoice *dc) {
-  if (v != "auto" && v != "on" && v != "off")
+bool parseMlaKernel(const std::string &v, DeviceChoice *dc) {
+  using glm5rt::launch::SparseMlaForce;
+  if (v == "auto")
+    dc->mlaKernel = SparseMlaForce::kAuto;
+  else if (v == "base")
+    dc->mlaKernel = SparseMlaForce::kBase;
+  else if (v == "two-per-sm")
+    dc->mlaKernel = SparseMlaForce::kTwoPerSm;
+  else if (v == "wide")
+    dc->mlaKernel = SparseMlaForce::kWide;
+  else
     return false;
-  dc->mlaWide = v == "auto" ? -1 : v == "on" ? 1 : 0;
   return true;
 }
 
@@ -144,7 +152,7 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     o.chunk = chunk;
     o.graphs = choice.graphs;
     o.overlap = choice.overlap;
-    o.mlaWide = choice.mlaWide;
+    o.mlaKernel = choice.mlaKernel;
     // A sharded plan: one process per rank and GPU (this one is rank 0 until it forks), joined
     // by NCCL; the communicator lives as long as the process.
     static glm5rt::cuda::RankProcess rankProcess;
@@ -319,9 +327,9 @@ int cmdScore(int argc, char **argv) {
       dc.graphs = false;
     } else if (a == "--no-overlap") {
       dc.overlap = false;
-    } else if (a == "--mla-wide" && v) {
-      if (!parseMlaWide(v, &dc))
-        return usage("--mla-wide takes auto, on or off");
+    } else if (a == "--mla-kernel" && v) {
+      if (!parseMlaKernel(v, &dc))
+        return usage("--mla-kernel takes auto, base, two-per-sm or wide");
       ++i;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
@@ -497,9 +505,9 @@ int cmdGenerate(int argc, char **argv) {
     } else if (a == "--no-overlap") {
       dc.overlap = false;
       continue;
-    } else if (a == "--mla-wide" && i + 1 < argc) {
-      if (!parseMlaWide(argv[++i], &dc))
-        return usage("--mla-wide takes auto, on or off");
+    } else if (a == "--mla-kernel" && i + 1 < argc) {
+      if (!parseMlaKernel(argv[++i], &dc))
+        return usage("--mla-kernel takes auto, base, two-per-sm or wide");
       continue;
     } else if (a == "--chat") {
       chat = true;
