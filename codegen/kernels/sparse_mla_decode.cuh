@@ -3,8 +3,9 @@
 //
 // One CTA per (request b, group of HEADS heads, split of the top-k range). The CTA walks its
 // split in tiles of TILE_N selected cache rows, gathered by physical slot with cp.async into a
-// shared-memory ring of GLM_RING entries of 16 rows (at least two tiles; an odd count keeps part
-// of the tile after next in flight during a tile's math); each row (latent 512 + rope 64, bf16)
+// shared-memory ring of GLM_RING entries of 16 rows (two tiles or more keep the next tile in
+// flight during a tile's math, an odd count part of the one after; one tile is for two CTAs per
+// SM, which overlap each other's loads); each row (latent 512 + rope 64, bf16)
 // is read once and serves both products: S = Q K^T over all 576 columns, then O += P V over the
 // first 512. Online softmax in fp32 (log2 domain). The splits of one (request, head group) are
 // merged in the same launch, no separate combine kernel: the launch groups C consecutive splits
@@ -32,9 +33,10 @@
 //   GLM_HEADS (16: the M of mma.m16n8k16, fewer real heads are padded; 32: two m16 tiles of heads
 //   share every gathered row and every K / V fragment read from shared memory, half the shared-
 //   memory traffic per flop, for many heads; 8: see below), GLM_TILE_N (32 or 64),
-//   GLM_RING (16-row ring entries, >= 2 tiles' worth), GLM_WARPS (4 or 8), GLM_D_LATENT (512),
-//   GLM_D_ROPE (64), GLM_TOPK;
-//   optionally GLM_MIN_CTAS (tuning; see below).
+//   GLM_RING (16-row ring entries, >= 1 tile's worth), GLM_WARPS (4 or 8; 16 with 32 heads),
+//   GLM_D_LATENT (512), GLM_D_ROPE (64), GLM_TOPK;
+//   optionally GLM_Q_GLOBAL (16 heads: Q's fragments from global memory, see the layout below)
+//   and GLM_MIN_CTAS (tuning; see below).
 #pragma once
 #include "common.cuh"
 
