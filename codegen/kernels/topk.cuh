@@ -298,6 +298,24 @@ __device__ __forceinline__ void glm_tk_warp_emit(const float *src, const uint32_
   }
 }
 
+// Warp w's piece [*wlo, *whi) of [lo, hi) and its (greater, equal) counts against kth, stored
+// for the block at pairs[2 w], pairs[2 w + 1] (pairs = scratch + GLM_TK_PAIRS); ends with the
+// barrier that makes every warp's counts visible.
+__device__ __forceinline__ const uint32_t *
+glm_tk_warp_pairs(const float *src, const uint32_t *cache, int lo, int hi, uint32_t kth,
+                  uint32_t *scratch, int warp, int lane, int *wlo, int *whi) {
+  glm_tk_warp_range(lo, hi, wlo, whi);
+  uint32_t gt, eq;
+  glm_tk_warp_count(src, cache, *wlo, *whi, kth, &gt, &eq);
+  uint32_t *pairs = scratch + GLM_TK_PAIRS;
+  if (lane == 0) {
+    pairs[2 * warp] = gt;
+    pairs[2 * warp + 1] = eq;
+  }
+  __syncthreads();
+  return pairs;
+}
+
 // Block-wide ordered emit of [lo, hi) given the counts of the row before lo. Ends with a barrier.
 __device__ __forceinline__ void glm_tk_emit(const float *src, const uint32_t *cache, int lo, int hi,
                                             uint32_t kth, uint32_t need, uint32_t gt0, uint32_t eq0,
@@ -305,15 +323,8 @@ __device__ __forceinline__ void glm_tk_emit(const float *src, const uint32_t *ca
                                             uint32_t *scratch) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int wlo, whi;
-  glm_tk_warp_range(lo, hi, &wlo, &whi);
-  uint32_t gt, eq;
-  glm_tk_warp_count(src, cache, wlo, whi, kth, &gt, &eq);
-  uint32_t *pairs = scratch + GLM_TK_PAIRS;
-  if (lane == 0) {
-    pairs[2 * warp] = gt;
-    pairs[2 * warp + 1] = eq;
-  }
-  __syncthreads();
+  const uint32_t *pairs =
+      glm_tk_warp_pairs(src, cache, lo, hi, kth, scratch, warp, lane, &wlo, &whi);
   for (int w = 0; w < warp; ++w) {
     gt0 += pairs[2 * w];
     eq0 += pairs[2 * w + 1];
@@ -1214,15 +1225,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   // Counts per warp piece; the CTA's totals for the peers; warp 0 sums the lower-ranked CTAs'
   // totals (one load per lane); then the ordered emit.
   int wlo, whi;
-  glm_tk_warp_range(0, len, &wlo, &whi);
-  uint32_t gt, eq;
-  glm_tk_warp_count(nullptr, keys, wlo, whi, kth, &gt, &eq);
-  uint32_t *pairs = scratch + GLM_TK_PAIRS;
-  if (lane == 0) {
-    pairs[2 * warp] = gt;
-    pairs[2 * warp + 1] = eq;
-  }
-  __syncthreads();
+  const uint32_t *pairs =
+      glm_tk_warp_pairs(nullptr, keys, 0, len, kth, scratch, warp, lane, &wlo, &whi);
   uint32_t gt0 = 0, eq0 = 0;
   if (warp == 0)
     glm_tk_warp_store_sums(lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u,
