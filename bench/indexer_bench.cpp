@@ -5,9 +5,9 @@
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
 //                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]]
-//                            [--pdl] [--score-ctas N]
+//                            [--pdl] [--score-ctas N] [--cluster N]
 //                            [--parts] [--trace]
-// --topk forces a top-k variant; --stages sets the score kernel's ring depth (tuning);
+// --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default); --stages sets the score kernel's ring depth (tuning);
 // --score-ctas sizes the score grid for N CTAs per SM instead of the device's occupancy (tuning;
 // more than the device holds makes more than one wave); --define
 // (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
@@ -420,6 +420,7 @@ int main(int argc, char **argv) {
   std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
   int scoreCtas = 0;             // --score-ctas: the score grid's CTAs per SM (0: the device's)
+  int forcedCluster = 8;         // --cluster: CTAs per row of a forced topk_cluster
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -439,6 +440,8 @@ int main(int argc, char **argv) {
       stagesOverride = std::max(2, std::atoi(argv[++i]));
     else if (a == "--score-ctas" && i + 1 < argc)
       scoreCtas = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--cluster" && i + 1 < argc)
+      forcedCluster = std::clamp(std::atoi(argv[++i]), 1, 8);
     else if (a == "--reps" && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--define" && i + 1 < argc)
@@ -456,7 +459,8 @@ int main(int argc, char **argv) {
           stderr,
           "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
           "[--topk plan|row|multi|cluster] "
-          "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--parts] [--trace]\n",
+          "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N] [--parts] "
+          "[--trace]\n",
           argv[0]);
       return 2;
     }
@@ -508,7 +512,8 @@ int main(int argc, char **argv) {
             ps[si].plan = TopKPlan{};
           } else if (topkMode == "cluster") {
             ps[si].plan = TopKPlan{};
-            ps[si].plan.cluster = (L + 7) / 8 <= k.tk.clusterKeys ? 8 : 0;
+            const int c = forcedCluster;
+            ps[si].plan.cluster = (L + c - 1) / c <= k.tk.clusterKeys ? c : 0;
           } else if (topkMode == "multi" && !ps[si].plan.multi()) {
             ps[si].plan.cluster = 0;
             ps[si].plan.segmentLen = topKSegmentLen(k.tk, plans, B, L);

@@ -28,8 +28,10 @@
 // the k positions in ascending order through a bitmap of the row in shared memory.
 //
 // topk_cluster: one launch, a thread-block cluster of CTAs per row, each holding a segment's keys
-// in shared memory; the passes' digits come from the cluster's summed histograms read through
-// distributed shared memory (see its section at the end of this file).
+// in shared memory; pass 0's digit comes from the cluster's summed histograms read through
+// distributed shared memory, and passes 1 and 2 either the same way or, when the cluster's keys
+// in pass 0's bin are few, from those keys gathered into every CTA (see its section at the end
+// of this file).
 //
 // Instantiation constants: GLM_PAGE (positions per cache page, a power of two),
 // GLM_TOPK_THREADS (threads of every entry, a power of two in 64..1024), GLM_TOPK_CACHE,
@@ -935,18 +937,35 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 // way, and each CTA emits its segment's selected positions in position order at offsets counted
 // from the lower-ranked CTAs' counts and its own: the same selection and order as topk_row, from
 // one read of the row, with no global workspace and no atomics outside shared memory.
+// Gathered finish (glm_tk_cluster_gather): when pass 0's bin holds at most GLM_TK_CL_GATHER keys
+// over the cluster (the decode rows of 8K-32K positions), the scan after pass 0 only collects
+// each CTA's keys of that bin; after one cluster barrier every CTA reads all of them and finishes
+// passes 1 and 2 alone, and knows the lower-ranked CTAs' (greater, equal) counts from them and
+// their counts above the bin: two cluster barriers per row instead of four.
 // Dynamic shared memory: GLM_TK_CL_FIXED + 4 * keys, keys >= the longest segment,
 // ceil(ceil(n_cols / C) / 4) * 4 (the launch sizes it; the kernel traps on a shorter one).
 // Every buffer a peer reads (histograms, coarse sums, totals) is written once per launch, so a
 // CTA running ahead never overwrites what a slower peer still reads.
 #define GLM_TK_MAX_CLUSTER 8
-#define GLM_TK_CL_HIST1 (GLM_TK_BINS * 4)
-#define GLM_TK_CL_HIST2 (GLM_TK_CL_HIST1 + GLM_TK_BINS * 4)
-#define GLM_TK_CL_COARSE (GLM_TK_CL_HIST2 + 1024 * 4) // 64 + 64 + 32 coarse sums
+#define GLM_TK_CL_COARSE (GLM_TK_BINS * 4) // 64 + 64 + 32 coarse sums
 #define GLM_TK_CL_SCRATCH (GLM_TK_CL_COARSE + 160 * 4)
 #define GLM_TK_CL_TOTALS (GLM_TK_CL_SCRATCH + GLM_TK_SCRATCH * 4)
-#define GLM_TK_CL_CAND (GLM_TK_CL_TOTALS + 16) // pass 2's candidates (the keys pass 1 matched)
+#define GLM_TK_CL_HIST1 (GLM_TK_CL_TOTALS + 16)
+#define GLM_TK_CL_HIST2 (GLM_TK_CL_HIST1 + GLM_TK_BINS * 4)
+#define GLM_TK_CL_CAND (GLM_TK_CL_HIST2 + 1024 * 4) // pass 2's candidates (the keys pass 1 matched)
 #define GLM_TK_CL_CANDS 2048
+// The gathered finish (glm_tk_cluster_gather) keeps a CTA's keys of pass 0's bin in
+// [GLM_TK_CL_HIST1, GLM_TK_CL_KEYS) -- hist1, hist2 and cand, which it does not otherwise use --
+// and each CTA loads the whole cluster's, GLM_TK_CL_GPT per thread, into registers: it runs when
+// the cluster's count in the bin is at most GLM_TK_CL_GATHER (overridable downwards: 0 turns the
+// gathered finish off, `glm5c-bench-indexer --define GLM_TK_CL_GATHER=0`).
+#define GLM_TK_CL_GPT 8
+#define GLM_TK_CL_GBUF ((GLM_TK_CL_KEYS - GLM_TK_CL_HIST1) / 4)
+#ifndef GLM_TK_CL_GATHER
+#define GLM_TK_CL_GATHER                                                                          \
+  (GLM_TK_CL_GPT * GLM_TOPK_THREADS < GLM_TK_CL_GBUF ? GLM_TK_CL_GPT * GLM_TOPK_THREADS            \
+                                                     : GLM_TK_CL_GBUF)
+#endif
 // 16-byte score loads in flight per lane (tuning; 4 measured slower at every shape and spill as
 // sm_90 code: bench/RESULTS.md 2026-11-30).
 #ifndef GLM_TK_CL_LOADS
@@ -955,6 +974,9 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #define GLM_TK_CL_KEYS (GLM_TK_CL_CAND + GLM_TK_CL_CANDS * 4)
 #define GLM_TK_CL_FIXED GLM_TK_CL_KEYS
 static_assert(GLM_TK_CL_KEYS % 16 == 0, "keys stored 16 bytes at a time");
+static_assert(GLM_TK_CL_GATHER <= GLM_TK_CL_GPT * GLM_TOPK_THREADS &&
+                  GLM_TK_CL_GATHER <= GLM_TK_CL_GBUF,
+              "the gathered keys fit the registers and every CTA's buffer");
 static_assert(GLM_TK_CL_FIXED == 29840, "runtime/launch topKClusterSmem mirrors this layout");
 
 __device__ __forceinline__ uint32_t glm_dynamic_smem_size() {
@@ -989,8 +1011,8 @@ __device__ __forceinline__ uint32_t glm_tk_suffix(uint32_t v) {
 // (complete in every CTA of the cluster: call after a cluster barrier). Warp 0 sums the C CTAs'
 // coarse bins (lane l: bins l cpl .. l cpl + cpl - 1), finds the coarse bin c* holding the
 // remaining-th largest, then sums c*'s 32 bins (lane l: bin 32 c* + l) and finds the digit.
-// Writes misc[0] = the digit, misc[1] = the count above it; ends with a barrier. Requires
-// sum(hist over the cluster) >= remaining >= 1.
+// Writes misc[0] = the digit, misc[1] = the count above it, misc[5] = the cluster's count in the
+// digit's bin; ends with a barrier. Requires sum(hist over the cluster) >= remaining >= 1.
 __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, const uint32_t *coarse,
                                                       int nbins, uint32_t remaining,
                                                       unsigned csize, uint32_t *misc) {
@@ -1053,6 +1075,7 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
     if (lane == src) {
       misc[0] = static_cast<uint32_t>(32 * cstar + lane);
       misc[1] = above;
+      misc[5] = f;
     }
   }
   __syncthreads();
@@ -1065,6 +1088,112 @@ __device__ __forceinline__ void glm_tk_warp_store_sums(uint32_t g, uint32_t e, u
   if (threadIdx.x % 32 == 0) {
     dst[0] = g;
     dst[1] = e;
+  }
+}
+
+// The gathered finish of topk_cluster, after pass 0's select (its digit resolved in `prefix`,
+// `remaining` positions still to take, `total` = the cluster's count of keys in that bin, at most
+// GLM_TK_CL_GATHER): each CTA holds its keys of the bin in gbuf[0, misc[4]) and its count of keys
+// above the bin in misc[6]. One cluster barrier publishes both; every CTA then loads the whole
+// cluster's keys of the bin (rank order) into registers and runs passes 1 and 2 on them alone,
+// with block barriers only -- the same counts, so the same digits, in every CTA. This replaces
+// two cluster-synchronized selects and the exchange of (greater, equal) totals. Returns K* and
+// `need`; leaves in misc[2], misc[3] the counts of keys > K* and == K* in the lower-ranked CTAs'
+// segments, complete after the caller's next block barrier. Arrives on the cluster barrier once
+// its remote reads are done: the caller waits on it before exiting.
+__device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint32_t *gbuf,
+                                                      uint32_t *totals, uint32_t *scratch,
+                                                      uint32_t prefix, uint32_t remaining,
+                                                      uint32_t total, unsigned csize,
+                                                      unsigned rank, uint32_t *kth,
+                                                      uint32_t *need) {
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  uint32_t *off = misc + 8; // the peers' first index in the cluster's list
+  const int tid = threadIdx.x, lane = tid % 32;
+  __syncthreads(); // the collect's counts are final
+  if (tid == 0) {
+    totals[0] = misc[6];
+    totals[1] = misc[4];
+  }
+  glm_cluster_arrive();
+  glm_cluster_wait();
+  if (tid < 32) {
+    uint32_t a = 0, c = 0;
+    if (lane < static_cast<int>(csize)) {
+      const uint32_t peer = glm_cluster_map(glm_smem_addr(totals), static_cast<unsigned>(lane));
+      a = glm_ld_cluster_u32(peer);
+      c = glm_ld_cluster_u32(peer + 4);
+    }
+    uint32_t x = c; // inclusive scan over the ranks
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o)
+        x += y;
+    }
+    if (lane < static_cast<int>(csize))
+      off[lane] = x - c;
+    a = __reduce_add_sync(0xffffffffu, lane < static_cast<int>(rank) ? a : 0u);
+    if (lane == 0) {
+      misc[2] = a; // keys above the bin in lower-ranked segments: all above K*
+      misc[3] = 0u;
+    }
+  }
+  __syncthreads();
+  // Key j of the list is in the CTA q with off[q] <= j < off[q + 1] (empty CTAs skipped).
+  const uint32_t gb = glm_smem_addr(gbuf);
+  uint32_t key[GLM_TK_CL_GPT];
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_GPT; ++u) {
+    const uint32_t j = static_cast<uint32_t>(tid + u * GLM_TOPK_THREADS);
+    key[u] = 0u;
+    if (j < total) {
+      unsigned q = 0;
+      while (q + 1 < csize && off[q + 1] <= j)
+        ++q;
+      key[u] = glm_ld_cluster_u32(glm_cluster_map(gb + 4 * (j - off[q]), q));
+    }
+  }
+  glm_cluster_arrive(); // remote reads done (the caller's wait keeps every CTA alive until then)
+  // Pass 1 (bits 10..20), then pass 2 (bits 0..9), in this CTA's pass-0 histogram: every peer
+  // finished reading it (its select) before the barrier above.
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0u;
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_GPT; ++u)
+    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total))
+      atomicAdd(&hist[(key[u] >> 10) & (GLM_TK_BINS - 1)], 1u);
+  __syncthreads();
+  glm_tk_select(hist, GLM_TK_BINS, remaining, scratch, misc);
+  GLM_TK_STAMP(2, 3);
+  prefix |= misc[0] << 10;
+  remaining -= misc[1];
+  for (int b = tid; b < 1024; b += GLM_TOPK_THREADS)
+    hist[b] = 0u; // every thread read hist before the select's last barrier
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_GPT; ++u)
+    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total) && (key[u] & 0xfffffc00u) == prefix)
+      atomicAdd(&hist[key[u] & 1023u], 1u);
+  __syncthreads();
+  glm_tk_select(hist, 1024, remaining, scratch, misc);
+  GLM_TK_STAMP(2, 4);
+  *kth = prefix | misc[0];
+  *need = remaining - misc[1];
+  const int low_end = static_cast<int>(off[rank]); // keys [0, low_end): lower-ranked CTAs'
+  uint32_t g = 0, e = 0;
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_GPT; ++u)
+    if (tid + u * GLM_TOPK_THREADS < low_end) {
+      g += key[u] > *kth;
+      e += key[u] == *kth;
+    }
+  g = __reduce_add_sync(0xffffffffu, g);
+  e = __reduce_add_sync(0xffffffffu, e);
+  if (lane == 0 && (g | e)) {
+    atomicAdd(&misc[2], g);
+    atomicAdd(&misc[3], e);
   }
 }
 
@@ -1113,8 +1242,10 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     __trap(); // the launch sized shared memory for fewer columns than the row has
   const int lo = min(n, r * seg), len = min(n, lo + seg) - lo;
 
-  for (int b = tid; b < 2 * GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
-    hist0[b] = 0; // hist0, hist1, hist2 are contiguous
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist0[b] = 0;
+  for (int b = tid; b < GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
+    hist1[b] = 0; // hist1, hist2 are contiguous
   __syncthreads();
   // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
   // lane 4 consecutive positions, GLM_TK_CL_LOADS loads in flight per lane.
@@ -1161,7 +1292,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   GLM_TK_STAMP(2, 1);
   // Pass p: this CTA's histogram complete (barrier), its coarse sums, the cluster barrier that
   // publishes both, then the select over the cluster's sums.
-  uint32_t prefix = 0, remaining = static_cast<uint32_t>(k);
+  uint32_t prefix = 0, remaining = static_cast<uint32_t>(k), kth = 0, need = 0;
+  bool gathered = false;
 #pragma unroll 1
   for (int p = 0; p < 3; ++p) {
     uint32_t *h = p == 0 ? hist0 : p == 1 ? hist1 : hist2;
@@ -1181,17 +1313,24 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     // collects its matches as pass 2's candidates (while they fit; the count may pass the
     // capacity, the stores stop there); pass 2 over those, or the segment again. misc is next
     // written after the barriers that follow, which every thread passes after reading it here.
+    // When the cluster's keys in pass 0's bin fit the gathered finish (every CTA decides alike),
+    // the scan only collects them, into the larger buffer at hist1, and counts the keys above.
     const int shift = glm_tk_shift(p + 1), nb = glm_tk_nbins(p + 1);
     const uint32_t himask = glm_tk_himask(p + 1);
     uint32_t *hn = p == 0 ? hist1 : hist2;
     const bool from_cand = p == 1 && misc[4] <= GLM_TK_CL_CANDS;
     const uint32_t *src_keys = from_cand ? cand : keys;
     const int m = from_cand ? static_cast<int>(misc[4]) : len;
-    __syncthreads(); // every thread has read misc[4]; pass 1 resets it below
+    const uint32_t total = misc[5];
+    gathered = p == 0 && total <= GLM_TK_CL_GATHER;
+    uint32_t *cdst = gathered ? hist1 : cand;
+    const uint32_t ccap = gathered ? GLM_TK_CL_GBUF : GLM_TK_CL_CANDS;
+    __syncthreads(); // every thread has read misc[4], misc[5]; pass 1 resets misc[4], misc[6]
     if (p == 0 && tid == 0)
-      misc[4] = 0;
+      misc[4] = misc[6] = 0;
     if (p == 0)
       __syncthreads();
+    uint32_t above = 0; // gathered: keys above pass 0's bin
     constexpr int kB = 4; // keys per lane in flight (8 spill at sm_90's 64 registers)
     const int step = GLM_TOPK_THREADS * kB;
     for (int base = (tid - lane) * kB; base < m; base += step) { // warp-uniform
@@ -1203,9 +1342,12 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
       }
 #pragma unroll
       for (int u = 0; u < kB; ++u) {
-        const bool match = base + u * 32 + lane < m && (kk[u] & himask) == prefix;
-        if (match)
+        const bool valid = base + u * 32 + lane < m;
+        const bool match = valid && (kk[u] & himask) == prefix;
+        if (match && !gathered)
           atomicAdd(&hn[(kk[u] >> shift) & static_cast<uint32_t>(nb - 1)], 1u);
+        if (gathered)
+          above += valid && (kk[u] & himask) > prefix;
         if (p == 0) {
           const uint32_t bm = __ballot_sync(0xffffffffu, match);
           if (bm) {
@@ -1213,41 +1355,52 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
             if (lane == __ffs(bm) - 1)
               at = atomicAdd(&misc[4], static_cast<uint32_t>(__popc(bm)));
             at = __shfl_sync(0xffffffffu, at, __ffs(bm) - 1) + __popc(bm & ((1u << lane) - 1u));
-            if (match && at < GLM_TK_CL_CANDS)
-              cand[at] = kk[u];
+            if (match && at < ccap)
+              cdst[at] = kk[u];
           }
         }
       }
     }
+    if (gathered) {
+      above = __reduce_add_sync(0xffffffffu, above);
+      if (lane == 0 && above)
+        atomicAdd(&misc[6], above);
+      glm_tk_cluster_gather(hist0, hist1, totals, scratch, prefix, remaining, total, csize, rank,
+                            &kth, &need);
+      break;
+    }
   }
-  const uint32_t kth = prefix, need = remaining;
+  if (!gathered) {
+    kth = prefix;
+    need = remaining;
+  }
 
   // Counts per warp piece; the CTA's totals for the peers; warp 0 sums the lower-ranked CTAs'
   // totals (one load per lane); then the ordered emit.
   int wlo, whi;
   const uint32_t *pairs =
       glm_tk_warp_pairs(nullptr, keys, 0, len, kth, scratch, warp, lane, &wlo, &whi);
-  uint32_t gt0 = 0, eq0 = 0;
-  if (warp == 0)
-    glm_tk_warp_store_sums(lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u,
-                           lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u, totals);
-  glm_cluster_arrive();
-  glm_cluster_wait();
-  if (warp == 0) {
-    uint32_t g = 0, e = 0;
-    if (lane < r) {
-      const uint32_t peer = glm_cluster_map(glm_smem_addr(totals), static_cast<unsigned>(lane));
-      g = glm_ld_cluster_u32(peer);
-      e = glm_ld_cluster_u32(peer + 4);
+  if (!gathered) { // the lower-ranked CTAs' counts come from their totals
+    if (warp == 0)
+      glm_tk_warp_store_sums(lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u,
+                             lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u, totals);
+    glm_cluster_arrive();
+    glm_cluster_wait();
+    if (warp == 0) {
+      uint32_t g = 0, e = 0;
+      if (lane < r) {
+        const uint32_t peer = glm_cluster_map(glm_smem_addr(totals), static_cast<unsigned>(lane));
+        g = glm_ld_cluster_u32(peer);
+        e = glm_ld_cluster_u32(peer + 4);
+      }
+      glm_tk_warp_store_sums(g, e, misc + 2);
     }
-    glm_tk_warp_store_sums(g, e, misc + 2);
+    // The last remote reads are done (their values used): a peer may leave once every CTA has
+    // arrived here; nobody leaves before then (the wait at the end).
+    glm_cluster_arrive_relaxed();
+    __syncthreads();
   }
-  // The last remote reads are done (their values used): a peer may leave once every CTA has
-  // arrived here; nobody leaves before then (the wait at the end).
-  glm_cluster_arrive_relaxed();
-  __syncthreads();
-  gt0 = misc[2];
-  eq0 = misc[3];
+  uint32_t gt0 = misc[2], eq0 = misc[3];
   for (int w = 0; w < warp; ++w) {
     gt0 += pairs[2 * w];
     eq0 += pairs[2 * w + 1];
