@@ -50,6 +50,11 @@
 #define GLM_TK_BATCH 8
 #endif
 #define GLM_TK_SEG_MAX (GLM_TOPK_THREADS * GLM_TOPK_SEG_ELEMS) // longest segment
+// topk_row's register path gathers its outputs in shared memory before writing them (0: direct
+// stores, for comparison: `glm5c-bench-indexer --define GLM_TK_ROW_STAGE=0`).
+#ifndef GLM_TK_ROW_STAGE
+#define GLM_TK_ROW_STAGE 1
+#endif
 
 static_assert((GLM_PAGE & (GLM_PAGE - 1)) == 0, "page size is a power of two");
 static_assert(GLM_TOPK_THREADS >= 64 && GLM_TOPK_THREADS <= 1024 &&
@@ -444,6 +449,12 @@ __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k
   // (each at most GLM_TK_REG_ROW < 2^16).
   const uint32_t before = glm_tk_exscan((g << 16) | e, scratch);
   uint32_t gb = before >> 16, eb = before & 0xffffu;
+  // The k outputs (and slots) are gathered in shared memory past passes 1 and 2's histograms
+  // when they fit, then copied out in 16-byte pieces: a thread's selected positions are a run of
+  // the output, so the direct stores of a warp scatter over many lines (GLM_TK_ROW_STAGE).
+  const bool staged = GLM_TK_ROW_STAGE && 2 * k + GLM_TK_BINS + 1024 <= GLM_TOPK_CACHE;
+  int32_t *stage = reinterpret_cast<int32_t *>(hist12 + GLM_TK_BINS + 1024);
+  int32_t *dout = staged ? stage : out, *dsout = staged ? stage + k : sout;
 #pragma unroll
   for (int j = 0; j < GLM_TK_REG; ++j) {
     if (j >= nv)
@@ -451,13 +462,31 @@ __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k
     const bool gt = r.key[j] > kth, eq = r.key[j] == kth;
     if (gt || (eq && eb < need)) {
       const uint32_t o = gb + min(eb, need);
-      out[o] = p0 + j;
+      dout[o] = p0 + j;
       if (sout)
-        sout[o] = r.page[j / GLM_PAGE < GLM_TK_REG_PAGES ? j / GLM_PAGE : 0] * GLM_PAGE +
-                  (p0 + j) % GLM_PAGE;
+        dsout[o] = r.page[j / GLM_PAGE < GLM_TK_REG_PAGES ? j / GLM_PAGE : 0] * GLM_PAGE +
+                   (p0 + j) % GLM_PAGE;
     }
     gb += gt;
     eb += eq;
+  }
+  if (staged) { // k < n: all k entries are written
+    __syncthreads();
+    const bool vec = k % 4 == 0 && (reinterpret_cast<unsigned long long>(out) & 15) == 0 &&
+                     (!sout || (reinterpret_cast<unsigned long long>(sout) & 15) == 0);
+    for (int i = 4 * tid; i < k; i += 4 * GLM_TOPK_THREADS) {
+      if (vec) {
+        *reinterpret_cast<int4 *>(out + i) = *reinterpret_cast<const int4 *>(stage + i);
+        if (sout)
+          *reinterpret_cast<int4 *>(sout + i) = *reinterpret_cast<const int4 *>(stage + k + i);
+      } else {
+        for (int q = i; q < min(k, i + 4); ++q) {
+          out[q] = stage[q];
+          if (sout)
+            sout[q] = stage[k + q];
+        }
+      }
+    }
   }
   GLM_TK_STAMP(2, 5);
 }
