@@ -95,10 +95,13 @@ INPUTS = {
     # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"
     # (final table; topk_cluster past 8K positions). The score ran at the plan's two CTAs per SM,
     # SM120's occupancy (on the H200 the runtime now runs the four it holds: RESULTS.md
-    # 2026-11-30 "one wave of the CTAs the device holds"), so these stay the SM120 estimate.
-    "indexer_us": [(1, 8192, 13.3), (1, 32768, 18.0), (1, 131072, 34.1), (8, 32768, 35.9),
-                   (8, 131072, 104.8), (32, 8192, 33.9), (32, 32768, 108.9),
-                   (32, 131072, 360.6)],
+    # 2026-11-30 "one wave of the CTAs the device holds"), so these stay the SM120 estimate,
+    # less the top-k's own gains measured since (score unchanged): topk_cluster's gathered
+    # finish (RESULTS.md 2026-11-30 "the gathered finish") past 8K, topk_row's outputs gathered
+    # in shared memory at 8K ("topk_row: outputs gathered in shared memory").
+    "indexer_us": [(1, 8192, 11.9), (1, 32768, 16.8), (1, 131072, 32.2), (8, 32768, 35.0),
+                   (8, 131072, 103.7), (32, 8192, 31.9), (32, 32768, 107.9),
+                   (32, 131072, 357.3)],
     # One end-to-end check on one H200: the `width` fixture (real widths, 1 dense + 1 MoE
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
