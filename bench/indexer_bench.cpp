@@ -369,6 +369,23 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
       std::printf("    %s %-18s +%.2f us (median of %d CTAs; max %.2f)\n", kn, rn[i],
                   ph[i][ph[i].size() / 2], ctas, ph[i].back());
     }
+    // topk_cluster's gathered finish: pass 1's phase split at slots 6 (collect scanned) and 7
+    // (cluster synced), for the CTAs that took it.
+    std::vector<std::vector<double>> sub(3);
+    for (int c = 0; p.plan.cluster && c < ctas; ++c)
+      if (at(2, c, 6) && at(2, c, 7)) {
+        sub[0].push_back((double(at(2, c, 6)) - double(at(2, c, 2))) * 1e-3);
+        sub[1].push_back((double(at(2, c, 7)) - double(at(2, c, 6))) * 1e-3);
+        sub[2].push_back((double(at(2, c, 3)) - double(at(2, c, 7))) * 1e-3);
+      }
+    const char *sn[] = {"collect scanned", "cluster synced", "gathered pass 1"};
+    for (int i = 0; i < 3; ++i) {
+      if (sub[i].empty())
+        continue;
+      std::sort(sub[i].begin(), sub[i].end());
+      std::printf("    %s   of which %-16s +%.2f us (median of %zu CTAs; max %.2f)\n", kn, sn[i],
+                  sub[i][sub[i].size() / 2], sub[i].size(), sub[i].back());
+    }
     return;
   }
   const double t0 = double(at(0, 0, 0));

@@ -99,7 +99,9 @@ static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits
 // 1 its ticket, 2 its end; the row's last CTA of collect also at 3 candidates loaded, 4 K* and
 // `need` found, 5 merged, 6 positions written. topk_row (launch 2, rows in registers): 0 start,
 // 1 histograms zeroed, 2-4 histogram passes 0-2 selected, 5 end; topk_cluster (launch 2 too):
-// 0 start, 1 keys loaded, 2-4 passes 0-2 selected, 5 end. topk_trace_dump copies them out.
+// 0 start, 1 keys loaded, 2-4 passes 0-2 selected, 5 end, and with the gathered finish 6 the
+// collect scanned, 7 the cluster synced (before the gathered keys' loads). topk_trace_dump copies
+// them out.
 #ifdef GLM_TK_TRACE
 #define GLM_TK_TRACE_SLOTS 8
 __device__ unsigned long long glm_tk_trace[3][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
@@ -208,11 +210,20 @@ __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch)
   if (lane == 31)
     scratch[warp] = x;
   __syncthreads();
-  uint32_t off = 0;
-  for (int w = 0; w < warp; ++w)
-    off += scratch[w];
+  // The lower warps' totals: one load per lane and a warp reduction, not a serial walk.
+  const uint32_t off =
+      __reduce_add_sync(0xffffffffu, lane < warp ? scratch[lane] : 0u);
   __syncthreads();
   return off + x - v;
+}
+
+// gt += the lower warps' (greater, equal) counts of pairs (pairs[2 w], pairs[2 w + 1]), eq too:
+// one load per lane and a warp reduction. All 32 lanes call it.
+__device__ __forceinline__ void glm_tk_pairs_before(const uint32_t *pairs, int warp,
+                                                    uint32_t *gt, uint32_t *eq) {
+  const int lane = threadIdx.x % 32;
+  *gt += __reduce_add_sync(0xffffffffu, lane < warp ? pairs[2 * lane] : 0u);
+  *eq += __reduce_add_sync(0xffffffffu, lane < warp ? pairs[2 * lane + 1] : 0u);
 }
 
 // Finds the digit d with above(d) < remaining <= above(d) + hist[d], above(d) = sum of hist[b]
@@ -332,10 +343,7 @@ __device__ __forceinline__ void glm_tk_emit(const float *src, const uint32_t *ca
   int wlo, whi;
   const uint32_t *pairs =
       glm_tk_warp_pairs(src, cache, lo, hi, kth, scratch, warp, lane, &wlo, &whi);
-  for (int w = 0; w < warp; ++w) {
-    gt0 += pairs[2 * w];
-    eq0 += pairs[2 * w + 1];
-  }
+  glm_tk_pairs_before(pairs, warp, &gt0, &eq0);
   glm_tk_warp_emit(src, cache, wlo, whi, kth, need, gt0, eq0, out, sout, bt);
   __syncthreads();
 }
@@ -1042,14 +1050,22 @@ __device__ __forceinline__ uint32_t glm_tk_suffix(uint32_t v) {
 // remaining-th largest, then sums c*'s 32 bins (lane l: bin 32 c* + l) and finds the digit.
 // Writes misc[0] = the digit, misc[1] = the count above it, misc[5] = the cluster's count in the
 // digit's bin; ends with a barrier. Requires sum(hist over the cluster) >= remaining >= 1.
+// kCluster false: this CTA's histogram alone, read from its own shared memory (csize ignored;
+// the caller's barrier made hist and coarse complete); then warp 0, once its reads are done,
+// also zeroes zero[0, zero_n) (zero_n a multiple of 128) before the barrier.
+template <bool kCluster = true>
 __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, const uint32_t *coarse,
                                                       int nbins, uint32_t remaining,
-                                                      unsigned csize, uint32_t *misc) {
+                                                      unsigned csize, uint32_t *misc,
+                                                      uint32_t *zero = nullptr, int zero_n = 0) {
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
     const int cpl = nbins / 32 / 32; // coarse bins per lane: 2 (2048 bins) or 1 (1024)
     uint32_t c0 = 0, c1 = 0;
-    {
+    if (!kCluster) {
+      c0 = coarse[lane * cpl];
+      c1 = cpl == 2 ? coarse[lane * cpl + 1] : 0u;
+    } else {
       const uint32_t a = glm_smem_addr(coarse + lane * cpl);
       uint32_t v0[GLM_TK_MAX_CLUSTER], v1[GLM_TK_MAX_CLUSTER];
 #pragma unroll
@@ -1086,7 +1102,9 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
     const int cstar = __shfl_sync(0xffffffffu, hit, src);
     const uint32_t base = __shfl_sync(0xffffffffu, hit_above, src);
     uint32_t f = 0;
-    {
+    if (!kCluster) {
+      f = hist[32 * cstar + lane];
+    } else {
       const uint32_t a = glm_smem_addr(hist + 32 * cstar + lane);
       uint32_t v[GLM_TK_MAX_CLUSTER];
 #pragma unroll
@@ -1106,6 +1124,9 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
       misc[1] = above;
       misc[5] = f;
     }
+    // Every lane's reads of hist and coarse are done (their values were used above).
+    for (int i = 4 * lane; i < zero_n; i += 128)
+      *reinterpret_cast<uint4 *>(zero + i) = make_uint4(0u, 0u, 0u, 0u);
   }
   __syncthreads();
 }
@@ -1130,12 +1151,12 @@ __device__ __forceinline__ void glm_tk_warp_store_sums(uint32_t g, uint32_t e, u
 // `need`; leaves in misc[2], misc[3] the counts of keys > K* and == K* in the lower-ranked CTAs'
 // segments, complete after the caller's next block barrier. Arrives on the cluster barrier once
 // its remote reads are done: the caller waits on it before exiting.
-__device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint32_t *gbuf,
-                                                      uint32_t *totals, uint32_t *scratch,
-                                                      uint32_t prefix, uint32_t remaining,
-                                                      uint32_t total, unsigned csize,
-                                                      unsigned rank, uint32_t *kth,
-                                                      uint32_t *need) {
+__device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *coarse,
+                                                      const uint32_t *gbuf, uint32_t *totals,
+                                                      uint32_t *scratch, uint32_t prefix,
+                                                      uint32_t remaining, uint32_t total,
+                                                      unsigned csize, unsigned rank,
+                                                      uint32_t *kth, uint32_t *need) {
   uint32_t *misc = scratch + GLM_TK_MISC;
   uint32_t *off = misc + 8; // the peers' first index in the cluster's list
   const int tid = threadIdx.x, lane = tid % 32;
@@ -1146,6 +1167,11 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint
   }
   glm_cluster_arrive();
   glm_cluster_wait();
+  // Pass 1's histogram is this CTA's pass-0 histogram, zeroed: every peer read it (its select)
+  // before the barrier above. Its coarse sums (coarse + 64, and pass 2's at coarse + 128) were
+  // zeroed at the start: no cluster pass past 0 wrote them.
+  for (int b = 4 * tid; b < GLM_TK_BINS; b += 4 * GLM_TOPK_THREADS)
+    *reinterpret_cast<uint4 *>(hist + b) = make_uint4(0u, 0u, 0u, 0u);
   if (tid < 32) {
     uint32_t a = 0, c = 0;
     if (lane < static_cast<int>(csize)) {
@@ -1169,7 +1195,13 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint
     }
   }
   __syncthreads();
-  // Key j of the list is in the CTA q with off[q] <= j < off[q + 1] (empty CTAs skipped).
+  GLM_TK_STAMP(2, 7);
+  // Key j of the list is in the CTA q with off[q] <= j < off[q + 1], the last such q (empty
+  // CTAs have equal offsets): the offsets in registers, the search without memory accesses.
+  uint32_t offs[GLM_TK_MAX_CLUSTER];
+#pragma unroll
+  for (int q = 1; q < GLM_TK_MAX_CLUSTER; ++q)
+    offs[q] = q < static_cast<int>(csize) ? off[q] : 0xffffffffu;
   const uint32_t gb = glm_smem_addr(gbuf);
   uint32_t key[GLM_TK_CL_GPT];
 #pragma unroll
@@ -1178,35 +1210,42 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint
     key[u] = 0u;
     if (j < total) {
       unsigned q = 0;
-      while (q + 1 < csize && off[q + 1] <= j)
-        ++q;
-      key[u] = glm_ld_cluster_u32(glm_cluster_map(gb + 4 * (j - off[q]), q));
+      uint32_t base = 0;
+#pragma unroll
+      for (int p = 1; p < GLM_TK_MAX_CLUSTER; ++p)
+        if (offs[p] <= j) {
+          q = static_cast<unsigned>(p);
+          base = offs[p];
+        }
+      key[u] = glm_ld_cluster_u32(glm_cluster_map(gb + 4 * (j - base), q));
     }
   }
   glm_cluster_arrive(); // remote reads done (the caller's wait keeps every CTA alive until then)
-  // Pass 1 (bits 10..20), then pass 2 (bits 0..9), in this CTA's pass-0 histogram: every peer
-  // finished reading it (its select) before the barrier above.
-  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
-    hist[b] = 0u;
-  __syncthreads();
+  // Pass 1 (bits 10..20) with its coarse sums, then pass 2 (bits 0..9) in the first 1024 bins,
+  // which the select zeroes once its reads are done. Each select is one warp's two round trips
+  // through this CTA's shared memory.
+  uint32_t *coarse1 = coarse + 64, *coarse2 = coarse + 128;
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_GPT; ++u)
-    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total))
-      atomicAdd(&hist[(key[u] >> 10) & (GLM_TK_BINS - 1)], 1u);
+    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total)) {
+      const uint32_t d = (key[u] >> 10) & (GLM_TK_BINS - 1);
+      atomicAdd(&hist[d], 1u);
+      atomicAdd(&coarse1[d >> 5], 1u);
+    }
   __syncthreads();
-  glm_tk_select(hist, GLM_TK_BINS, remaining, scratch, misc);
+  glm_tk_cluster_select<false>(hist, coarse1, GLM_TK_BINS, remaining, 1u, misc, hist, 1024);
   GLM_TK_STAMP(2, 3);
   prefix |= misc[0] << 10;
   remaining -= misc[1];
-  for (int b = tid; b < 1024; b += GLM_TOPK_THREADS)
-    hist[b] = 0u; // every thread read hist before the select's last barrier
-  __syncthreads();
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_GPT; ++u)
-    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total) && (key[u] & 0xfffffc00u) == prefix)
-      atomicAdd(&hist[key[u] & 1023u], 1u);
+    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total) && (key[u] & 0xfffffc00u) == prefix) {
+      const uint32_t d = key[u] & 1023u;
+      atomicAdd(&hist[d], 1u);
+      atomicAdd(&coarse2[d >> 5], 1u);
+    }
   __syncthreads();
-  glm_tk_select(hist, 1024, remaining, scratch, misc);
+  glm_tk_cluster_select<false>(hist, coarse2, 1024, remaining, 1u, misc);
   GLM_TK_STAMP(2, 4);
   *kth = prefix | misc[0];
   *need = remaining - misc[1];
@@ -1223,6 +1262,63 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, const uint
   if (lane == 0 && (g | e)) {
     atomicAdd(&misc[2], g);
     atomicAdd(&misc[3], e);
+  }
+}
+
+// The ordered emit of a segment of at most GLM_TK_CL_RUN keys per thread, thread t taking keys
+// [GLM_TK_CL_RUN t, GLM_TK_CL_RUN (t + 1)): its (greater, equal) counts against kth, one
+// block-wide exclusive scan of them (packed 16 bits each: a segment has fewer than 2^16 keys),
+// then its selected positions in order -- no per-key votes, one scan instead of a count pass,
+// its barrier and a second walk. misc[2], misc[3]: the counts of the row before the segment,
+// complete after the scan's first barrier. s_off: the row position of key 0.
+#define GLM_TK_CL_RUN 8
+__device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, uint32_t kth,
+                                                uint32_t need, uint32_t *scratch,
+                                                const uint32_t *misc, int32_t *out,
+                                                int32_t *sout, const int32_t *bt, int s_off) {
+  static_assert(GLM_TK_CL_RUN == 8, "two 16-byte loads per thread");
+  const int i0 = GLM_TK_CL_RUN * static_cast<int>(threadIdx.x);
+  // keys has room for len rounded up to 4: a 16-byte load that starts below len stays inside.
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  const uint4 a = i0 < len ? *reinterpret_cast<const uint4 *>(keys + i0) : zero;
+  const uint4 b = i0 + 4 < len ? *reinterpret_cast<const uint4 *>(keys + i0 + 4) : zero;
+  const uint32_t key[GLM_TK_CL_RUN] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  // The run's page entries (its positions span at most two pages when GLM_PAGE >= 8), loaded
+  // before the scan so their latency overlaps it.
+  const int first = s_off + i0, last = s_off + min(i0 + GLM_TK_CL_RUN, len) - 1;
+  int32_t page0 = 0, page1 = 0;
+  if (GLM_PAGE >= GLM_TK_CL_RUN && sout != nullptr && i0 < len) {
+    page0 = bt[static_cast<unsigned>(first) / GLM_PAGE];
+    page1 = bt[static_cast<unsigned>(last) / GLM_PAGE];
+  }
+  uint32_t g = 0, e = 0;
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
+    g += i0 + u < len && key[u] > kth;
+    e += i0 + u < len && key[u] == kth;
+  }
+  const uint32_t ex = glm_tk_exscan(g | e << 16, scratch);
+  uint32_t gx = misc[2] + (ex & 0xffffu), eqx = misc[3] + (ex >> 16);
+#pragma unroll
+  for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
+    if (i0 + u >= len)
+      break;
+    const bool gt = key[u] > kth, eq = key[u] == kth;
+    if (gt || (eq && eqx < need)) {
+      const uint32_t o = gx + min(eqx, need);
+      const int s = first + u;
+      out[o] = s;
+      if (sout != nullptr)
+        sout[o] = GLM_PAGE >= GLM_TK_CL_RUN
+                      ? (static_cast<unsigned>(s) / GLM_PAGE ==
+                                 static_cast<unsigned>(first) / GLM_PAGE
+                             ? page0
+                             : page1) * GLM_PAGE +
+                            static_cast<unsigned>(s) % GLM_PAGE
+                      : glm_tk_slot(bt, s);
+    }
+    gx += gt;
+    eqx += eq;
   }
 }
 
@@ -1275,6 +1371,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     hist0[b] = 0;
   for (int b = tid; b < GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
     hist1[b] = 0; // hist1, hist2 are contiguous
+  for (int b = tid; b < 96; b += GLM_TOPK_THREADS)
+    coarse[64 + b] = 0; // passes 1 and 2's coarse sums: the gathered finish adds to them
   __syncthreads();
   // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
   // lane 4 consecutive positions, GLM_TK_CL_LOADS loads in flight per lane.
@@ -1369,6 +1467,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
         const int i = base + u * 32 + lane;
         kk[u] = i < m ? src_keys[i] : 0u;
       }
+      uint32_t bm[kB], cnt = 0; // pass 0: the warp's matches of each piece, and their count
 #pragma unroll
       for (int u = 0; u < kB; ++u) {
         const bool valid = base + u * 32 + lane < m;
@@ -1377,25 +1476,30 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
           atomicAdd(&hn[(kk[u] >> shift) & static_cast<uint32_t>(nb - 1)], 1u);
         if (gathered)
           above += valid && (kk[u] & himask) > prefix;
-        if (p == 0) {
-          const uint32_t bm = __ballot_sync(0xffffffffu, match);
-          if (bm) {
-            uint32_t at = 0;
-            if (lane == __ffs(bm) - 1)
-              at = atomicAdd(&misc[4], static_cast<uint32_t>(__popc(bm)));
-            at = __shfl_sync(0xffffffffu, at, __ffs(bm) - 1) + __popc(bm & ((1u << lane) - 1u));
-            if (match && at < ccap)
-              cdst[at] = kk[u];
-          }
+        bm[u] = p == 0 ? __ballot_sync(0xffffffffu, match) : 0u;
+        cnt += __popc(bm[u]);
+      }
+      if (cnt) { // pass 0: one shared-memory atomic per warp and batch for all its matches
+        uint32_t at = 0;
+        if (lane == 0)
+          at = atomicAdd(&misc[4], cnt);
+        at = __shfl_sync(0xffffffffu, at, 0);
+#pragma unroll
+        for (int u = 0; u < kB; ++u) {
+          const uint32_t j = at + __popc(bm[u] & ((1u << lane) - 1u));
+          if ((bm[u] >> lane & 1u) && j < ccap)
+            cdst[j] = kk[u];
+          at += __popc(bm[u]);
         }
       }
     }
     if (gathered) {
+      GLM_TK_STAMP(2, 6);
       above = __reduce_add_sync(0xffffffffu, above);
       if (lane == 0 && above)
         atomicAdd(&misc[6], above);
-      glm_tk_cluster_gather(hist0, hist1, totals, scratch, prefix, remaining, total, csize, rank,
-                            &kth, &need);
+      glm_tk_cluster_gather(hist0, coarse, hist1, totals, scratch, prefix, remaining, total, csize,
+                            rank, &kth, &need);
       break;
     }
   }
@@ -1404,6 +1508,14 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     need = remaining;
   }
 
+  // The gathered finish knows the lower-ranked CTAs' counts already: a segment of at most
+  // GLM_TK_CL_RUN keys per thread takes the run emit.
+  if (gathered && len <= GLM_TK_CL_RUN * GLM_TOPK_THREADS) {
+    glm_tk_run_emit(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+    GLM_TK_STAMP(2, 5);
+    glm_cluster_wait();
+    return;
+  }
   // Counts per warp piece; the CTA's totals for the peers; warp 0 sums the lower-ranked CTAs'
   // totals (one load per lane); then the ordered emit.
   int wlo, whi;
@@ -1430,10 +1542,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     __syncthreads();
   }
   uint32_t gt0 = misc[2], eq0 = misc[3];
-  for (int w = 0; w < warp; ++w) {
-    gt0 += pairs[2 * w];
-    eq0 += pairs[2 * w + 1];
-  }
+  glm_tk_pairs_before(pairs, warp, &gt0, &eq0);
   glm_tk_warp_emit(nullptr, keys, wlo, whi, kth, need, gt0, eq0, out, sout, bt, lo);
   GLM_TK_STAMP(2, 5);
   glm_cluster_wait();
