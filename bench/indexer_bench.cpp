@@ -7,13 +7,14 @@
 //                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]]
 //                            [--pdl] [--score-ctas N] [--cluster N]
 //                            [--parts] [--trace]
-// --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default); --stages sets the score kernel's ring depth (tuning);
-// --score-ctas sizes the score grid for N CTAs per SM instead of the device's occupancy (tuning;
-// more than the device holds makes more than one wave); --define
-// (repeatable) puts `#define NAME V` before the kernel sources (experiments); --pdl launches each
-// kernel after the first of a timed sequence overlapped with the one before (programmatic
-// dependent launch); --parts also times the multi-CTA top-k's two launches alone; --trace prints
-// where the multi-CTA top-k's time goes (phase stamps of a traced build, last graph replay).
+// --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default);
+// --stages sets the score kernel's ring depth (tuning); --score-ctas sizes the score grid for N
+// CTAs per SM instead of the device's occupancy (tuning; more than the device holds makes more
+// than one wave); --define (repeatable) puts `#define NAME V` before the kernel sources
+// (experiments); --pdl launches each kernel after the first of a timed sequence overlapped with
+// the one before (programmatic dependent launch); --parts also times the multi-CTA top-k's two
+// launches alone; --trace prints where the top-k's time goes (phase stamps of a traced build,
+// last graph replay).
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"

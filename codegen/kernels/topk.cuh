@@ -197,7 +197,9 @@ __device__ __forceinline__ void glm_tk_append(int32_t *dst, uint32_t *counter, i
     dst[at + __popc(bm & ((1u << lane) - 1u))] = v;
 }
 
-// Exclusive prefix sum over the block in thread order; ends with a barrier (scratch reusable).
+// Exclusive prefix sum over the block in thread order; ends with a barrier (scratch reusable)
+// unless kLast (the block's last use of scratch).
+template <bool kLast = false>
 __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   uint32_t x = v;
@@ -213,7 +215,8 @@ __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch)
   // The lower warps' totals: one load per lane and a warp reduction, not a serial walk.
   const uint32_t off =
       __reduce_add_sync(0xffffffffu, lane < warp ? scratch[lane] : 0u);
-  __syncthreads();
+  if (!kLast)
+    __syncthreads();
   return off + x - v;
 }
 
@@ -1000,8 +1003,9 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #define GLM_TK_CL_GBUF ((GLM_TK_CL_KEYS - GLM_TK_CL_HIST1) / 4)
 #ifndef GLM_TK_CL_GATHER
 #define GLM_TK_CL_GATHER                                                                          \
-  (GLM_TK_CL_GPT * GLM_TOPK_THREADS < GLM_TK_CL_GBUF ? GLM_TK_CL_GPT * GLM_TOPK_THREADS            \
-                                                     : GLM_TK_CL_GBUF)
+  (GLM_TK_CL_GPT * GLM_TOPK_THREADS - 3 * GLM_TK_MAX_CLUSTER < GLM_TK_CL_GBUF                      \
+       ? GLM_TK_CL_GPT * GLM_TOPK_THREADS - 3 * GLM_TK_MAX_CLUSTER                                 \
+       : GLM_TK_CL_GBUF)
 #endif
 // 16-byte score loads in flight per lane (tuning; 4 measured slower at every shape and spill as
 // sm_90 code: bench/RESULTS.md 2026-11-30).
@@ -1011,8 +1015,9 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #define GLM_TK_CL_KEYS (GLM_TK_CL_CAND + GLM_TK_CL_CANDS * 4)
 #define GLM_TK_CL_FIXED GLM_TK_CL_KEYS
 static_assert(GLM_TK_CL_KEYS % 16 == 0, "keys stored 16 bytes at a time");
-static_assert(GLM_TK_CL_GATHER <= GLM_TK_CL_GPT * GLM_TOPK_THREADS &&
-                  GLM_TK_CL_GATHER <= GLM_TK_CL_GBUF,
+// The list's chunks number at most (keys + 3 C) / 4: GLM_TK_CL_GPT / 4 per thread.
+static_assert(GLM_TK_CL_GATHER + 3 * GLM_TK_MAX_CLUSTER <= GLM_TK_CL_GPT * GLM_TOPK_THREADS &&
+                  GLM_TK_CL_GATHER <= GLM_TK_CL_GBUF && GLM_TK_CL_GPT % 4 == 0,
               "the gathered keys fit the registers and every CTA's buffer");
 static_assert(GLM_TK_CL_FIXED == 29840, "runtime/launch topKClusterSmem mirrors this layout");
 
@@ -1022,13 +1027,18 @@ __device__ __forceinline__ uint32_t glm_dynamic_smem_size() {
   return r;
 }
 
-// coarse[c] = sum of hist[32 c .. 32 c + 32), c < nbins / 32 (one warp per coarse bin).
+// coarse[c] = sum of hist[32 c .. 32 c + 32), c < nbins / 32: each warp takes 128 bins (four
+// coarse bins) at a time, a 16-byte load per lane and a sum over each 8 lanes.
 __device__ __forceinline__ void glm_tk_coarse(const uint32_t *hist, int nbins, uint32_t *coarse) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int c = warp; c < nbins / 32; c += GLM_TK_WARPS) {
-    const uint32_t v = __reduce_add_sync(0xffffffffu, hist[32 * c + lane]);
-    if (lane == 0)
-      coarse[c] = v;
+  for (int b = 128 * warp; b < nbins; b += 128 * GLM_TK_WARPS) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(hist + b + 4 * lane);
+    uint32_t sum = v.x + v.y + v.z + v.w;
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    if (lane % 8 == 0)
+      coarse[b / 32 + lane / 8] = sum;
   }
 }
 
@@ -1142,29 +1152,28 @@ __device__ __forceinline__ void glm_tk_warp_store_sums(uint32_t g, uint32_t e, u
 }
 
 // The gathered finish of topk_cluster, after pass 0's select (its digit resolved in `prefix`,
-// `remaining` positions still to take, `total` = the cluster's count of keys in that bin, at most
+// `remaining` positions still to take; the cluster's count of keys in that bin is at most
 // GLM_TK_CL_GATHER): each CTA holds its keys of the bin in gbuf[0, misc[4]) and its count of keys
 // above the bin in misc[6]. One cluster barrier publishes both; every CTA then loads the whole
-// cluster's keys of the bin (rank order) into registers and runs passes 1 and 2 on them alone,
-// with block barriers only -- the same counts, so the same digits, in every CTA. This replaces
-// two cluster-synchronized selects and the exchange of (greater, equal) totals. Returns K* and
-// `need`; leaves in misc[2], misc[3] the counts of keys > K* and == K* in the lower-ranked CTAs'
-// segments, complete after the caller's next block barrier. Arrives on the cluster barrier once
-// its remote reads are done: the caller waits on it before exiting.
+// cluster's keys of the bin into registers -- 16 bytes per distributed-shared-memory request
+// (which cost about a clock each whatever their width): the list is of 4-key chunks, CTA q's
+// ceil(misc[4] / 4) in rank order -- and runs passes 1 and 2 on them alone, with block barriers
+// only: the same counts, so the same digits, in every CTA. This replaces two cluster-synchronized
+// selects and the exchange of (greater, equal) totals. Returns K* and `need`; leaves in misc[2],
+// misc[3] the counts of keys > K* and == K* in the lower-ranked CTAs' segments, complete after
+// the caller's next block barrier. Arrives on the cluster barrier once its remote reads are done:
+// the caller waits on it before exiting.
 __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *coarse,
-                                                      const uint32_t *gbuf, uint32_t *totals,
-                                                      uint32_t *scratch, uint32_t prefix,
-                                                      uint32_t remaining, uint32_t total,
+                                                      const uint32_t *gbuf, uint32_t *scratch,
+                                                      uint32_t prefix, uint32_t remaining,
                                                       unsigned csize, unsigned rank,
                                                       uint32_t *kth, uint32_t *need) {
   uint32_t *misc = scratch + GLM_TK_MISC;
-  uint32_t *off = misc + 8; // the peers' first index in the cluster's list
+  uint32_t *coff = misc + 8;  // [q]: CTA q's first chunk in the cluster's list
+  uint32_t *count = misc + 16; // [q]: CTA q's keys in the bin
   const int tid = threadIdx.x, lane = tid % 32;
-  __syncthreads(); // the collect's counts are final
-  if (tid == 0) {
-    totals[0] = misc[6];
-    totals[1] = misc[4];
-  }
+  // The cluster barrier makes every CTA's collect counts (misc[6], misc[4]: no later write) final
+  // and visible to the peers.
   glm_cluster_arrive();
   glm_cluster_wait();
   // Pass 1's histogram is this CTA's pass-0 histogram, zeroed: every peer read it (its select)
@@ -1175,19 +1184,24 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   if (tid < 32) {
     uint32_t a = 0, c = 0;
     if (lane < static_cast<int>(csize)) {
-      const uint32_t peer = glm_cluster_map(glm_smem_addr(totals), static_cast<unsigned>(lane));
-      a = glm_ld_cluster_u32(peer);
-      c = glm_ld_cluster_u32(peer + 4);
+      const uint32_t peer = glm_cluster_map(glm_smem_addr(misc + 4), static_cast<unsigned>(lane));
+      c = glm_ld_cluster_u32(peer);     // misc[4]: keys in the bin
+      a = glm_ld_cluster_u32(peer + 8); // misc[6]: keys above it
     }
-    uint32_t x = c; // inclusive scan over the ranks
+    const uint32_t chunks = (c + 3) / 4;
+    uint32_t x = chunks; // inclusive scan over the ranks
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
       if (lane >= o)
         x += y;
     }
-    if (lane < static_cast<int>(csize))
-      off[lane] = x - c;
+    if (lane < static_cast<int>(csize)) {
+      coff[lane] = x - chunks;
+      count[lane] = c;
+    }
+    if (lane == 31)
+      misc[7] = x; // the list's chunks
     a = __reduce_add_sync(0xffffffffu, lane < static_cast<int>(rank) ? a : 0u);
     if (lane == 0) {
       misc[2] = a; // keys above the bin in lower-ranked segments: all above K*
@@ -1196,19 +1210,21 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   }
   __syncthreads();
   GLM_TK_STAMP(2, 7);
-  // Key j of the list is in the CTA q with off[q] <= j < off[q + 1], the last such q (empty
+  // Chunk j of the list is in the CTA q with coff[q] <= j < coff[q + 1], the last such q (empty
   // CTAs have equal offsets): the offsets in registers, the search without memory accesses.
+  // Key k of this thread (chunk u = k / 4) is valid when bit k of `valid` is set, and from a
+  // lower-ranked CTA when bit k of `lower` is.
   uint32_t offs[GLM_TK_MAX_CLUSTER];
 #pragma unroll
   for (int q = 1; q < GLM_TK_MAX_CLUSTER; ++q)
-    offs[q] = q < static_cast<int>(csize) ? off[q] : 0xffffffffu;
-  const uint32_t gb = glm_smem_addr(gbuf);
-  uint32_t key[GLM_TK_CL_GPT];
+    offs[q] = q < static_cast<int>(csize) ? coff[q] : 0xffffffffu;
+  const uint32_t chunks = misc[7], gb = glm_smem_addr(gbuf);
+  uint32_t key[GLM_TK_CL_GPT], valid = 0, lower = 0;
 #pragma unroll
-  for (int u = 0; u < GLM_TK_CL_GPT; ++u) {
+  for (int u = 0; u < GLM_TK_CL_GPT / 4; ++u) {
     const uint32_t j = static_cast<uint32_t>(tid + u * GLM_TOPK_THREADS);
-    key[u] = 0u;
-    if (j < total) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (j < chunks) {
       unsigned q = 0;
       uint32_t base = 0;
 #pragma unroll
@@ -1217,8 +1233,16 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
           q = static_cast<unsigned>(p);
           base = offs[p];
         }
-      key[u] = glm_ld_cluster_u32(glm_cluster_map(gb + 4 * (j - base), q));
+      const uint32_t first = 4 * (j - base); // local index of the chunk's first key
+      const uint32_t n = min(count[q] - first, 4u);
+      v = glm_ld_cluster_u32x4(glm_cluster_map(gb + 4 * first, q));
+      valid |= ((1u << n) - 1u) << (4 * u);
+      lower |= q < rank ? 0xfu << (4 * u) : 0u;
     }
+    key[4 * u] = v.x;
+    key[4 * u + 1] = v.y;
+    key[4 * u + 2] = v.z;
+    key[4 * u + 3] = v.w;
   }
   glm_cluster_arrive(); // remote reads done (the caller's wait keeps every CTA alive until then)
   // Pass 1 (bits 10..20) with its coarse sums, then pass 2 (bits 0..9) in the first 1024 bins,
@@ -1227,7 +1251,7 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   uint32_t *coarse1 = coarse + 64, *coarse2 = coarse + 128;
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_GPT; ++u)
-    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total)) {
+    if (valid >> u & 1u) {
       const uint32_t d = (key[u] >> 10) & (GLM_TK_BINS - 1);
       atomicAdd(&hist[d], 1u);
       atomicAdd(&coarse1[d >> 5], 1u);
@@ -1239,7 +1263,7 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   remaining -= misc[1];
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_GPT; ++u)
-    if (tid + u * GLM_TOPK_THREADS < static_cast<int>(total) && (key[u] & 0xfffffc00u) == prefix) {
+    if ((valid >> u & 1u) && (key[u] & 0xfffffc00u) == prefix) {
       const uint32_t d = key[u] & 1023u;
       atomicAdd(&hist[d], 1u);
       atomicAdd(&coarse2[d >> 5], 1u);
@@ -1249,11 +1273,10 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   GLM_TK_STAMP(2, 4);
   *kth = prefix | misc[0];
   *need = remaining - misc[1];
-  const int low_end = static_cast<int>(off[rank]); // keys [0, low_end): lower-ranked CTAs'
-  uint32_t g = 0, e = 0;
+  uint32_t g = 0, e = 0; // over the lower-ranked CTAs' keys
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_GPT; ++u)
-    if (tid + u * GLM_TOPK_THREADS < low_end) {
+    if ((valid & lower) >> u & 1u) {
       g += key[u] > *kth;
       e += key[u] == *kth;
     }
@@ -1297,7 +1320,7 @@ __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, u
     g += i0 + u < len && key[u] > kth;
     e += i0 + u < len && key[u] == kth;
   }
-  const uint32_t ex = glm_tk_exscan(g | e << 16, scratch);
+  const uint32_t ex = glm_tk_exscan<true>(g | e << 16, scratch);
   uint32_t gx = misc[2] + (ex & 0xffffu), eqx = misc[3] + (ex >> 16);
 #pragma unroll
   for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
@@ -1373,6 +1396,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     hist1[b] = 0; // hist1, hist2 are contiguous
   for (int b = tid; b < 96; b += GLM_TOPK_THREADS)
     coarse[64 + b] = 0; // passes 1 and 2's coarse sums: the gathered finish adds to them
+  if (tid == 0)
+    misc[4] = misc[6] = 0; // pass 0's collect counts (the candidates or gathered keys; above)
   __syncthreads();
   // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
   // lane 4 consecutive positions, GLM_TK_CL_LOADS loads in flight per lane.
@@ -1452,11 +1477,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     gathered = p == 0 && total <= GLM_TK_CL_GATHER;
     uint32_t *cdst = gathered ? hist1 : cand;
     const uint32_t ccap = gathered ? GLM_TK_CL_GBUF : GLM_TK_CL_CANDS;
-    __syncthreads(); // every thread has read misc[4], misc[5]; pass 1 resets misc[4], misc[6]
-    if (p == 0 && tid == 0)
-      misc[4] = misc[6] = 0;
-    if (p == 0)
-      __syncthreads();
+    // misc[4] and misc[6] (pass 0's collect counts) were zeroed at the start; nothing else writes
+    // misc before the next select, which follows the barrier at the top of the loop.
     uint32_t above = 0; // gathered: keys above pass 0's bin
     constexpr int kB = 4; // keys per lane in flight (8 spill at sm_90's 64 registers)
     const int step = GLM_TOPK_THREADS * kB;
@@ -1498,8 +1520,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
       above = __reduce_add_sync(0xffffffffu, above);
       if (lane == 0 && above)
         atomicAdd(&misc[6], above);
-      glm_tk_cluster_gather(hist0, coarse, hist1, totals, scratch, prefix, remaining, total, csize,
-                            rank, &kth, &need);
+      glm_tk_cluster_gather(hist0, coarse, hist1, scratch, prefix, remaining, csize, rank, &kth,
+                            &need);
       break;
     }
   }
