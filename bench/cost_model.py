@@ -98,10 +98,12 @@ INPUTS = {
     # 2026-11-30 "one wave of the CTAs the device holds"), so these stay the SM120 estimate,
     # less the top-k's own gains measured since (score unchanged): topk_cluster's gathered
     # finish (RESULTS.md 2026-11-30 "the gathered finish") past 8K, topk_row's outputs gathered
-    # in shared memory at 8K ("topk_row: outputs gathered in shared memory").
-    "indexer_us": [(1, 8192, 11.9), (1, 32768, 16.8), (1, 131072, 32.2), (8, 32768, 35.0),
-                   (8, 131072, 103.7), (32, 8192, 31.9), (32, 32768, 107.9),
-                   (32, 131072, 357.3)],
+    # in shared memory at 8K ("topk_row: outputs gathered in shared memory"), and the gathered
+    # passes in one CTA's shared memory with the run emit ("the gathered passes in one CTA's
+    # shared memory": top-k 0.6-6.7 us less per shape).
+    "indexer_us": [(1, 8192, 11.3), (1, 32768, 13.9), (1, 131072, 30.0), (8, 32768, 31.8),
+                   (8, 131072, 100.8), (32, 8192, 31.2), (32, 32768, 101.2),
+                   (32, 131072, 352.3)],
     # One end-to-end check on one H200: the `width` fixture (real widths, 1 dense + 1 MoE
     # layer, mixed quants: Q8_0 attention/dense/shared, Q4_K expert gate/up, Q6_K expert down
     # and head), graph decode 679.8 tok/s, context < 100 (RESULTS.md "MoE routed experts at
