@@ -1082,8 +1082,14 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
       for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
         if (q < static_cast<int>(csize)) {
           const uint32_t peer = glm_cluster_map(a, static_cast<unsigned>(q));
-          v0[q] = glm_ld_cluster_u32(peer);
-          v1[q] = cpl == 2 ? glm_ld_cluster_u32(peer + 4) : 0u;
+          if (cpl == 2) { // one 8-byte request for the lane's two coarse bins
+            const uint2 v = glm_ld_cluster_u32x2(peer);
+            v0[q] = v.x;
+            v1[q] = v.y;
+          } else {
+            v0[q] = glm_ld_cluster_u32(peer);
+            v1[q] = 0u;
+          }
         }
 #pragma unroll
       for (int q = 0; q < GLM_TK_MAX_CLUSTER; ++q)
