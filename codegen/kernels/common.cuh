@@ -280,10 +280,7 @@ __device__ __forceinline__ uint4 glm_ld_cluster_u32x4(uint32_t addr) {
   return v;
 }
 __device__ __forceinline__ float4 glm_ld_cluster_f32x4(uint32_t addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
+  const uint4 v = glm_ld_cluster_u32x4(addr);
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
+                     __uint_as_float(v.w));
 }
