@@ -213,8 +213,7 @@ __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch)
     scratch[warp] = x;
   __syncthreads();
   // The lower warps' totals: one load per lane and a warp reduction, not a serial walk.
-  const uint32_t off =
-      __reduce_add_sync(0xffffffffu, lane < warp ? scratch[lane] : 0u);
+  const uint32_t off = __reduce_add_sync(0xffffffffu, lane < warp ? scratch[lane] : 0u);
   if (!kLast)
     __syncthreads();
   return off + x - v;
@@ -222,8 +221,8 @@ __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch)
 
 // gt += the lower warps' (greater, equal) counts of pairs (pairs[2 w], pairs[2 w + 1]), eq too:
 // one load per lane and a warp reduction. All 32 lanes call it.
-__device__ __forceinline__ void glm_tk_pairs_before(const uint32_t *pairs, int warp,
-                                                    uint32_t *gt, uint32_t *eq) {
+__device__ __forceinline__ void glm_tk_pairs_before(const uint32_t *pairs, int warp, uint32_t *gt,
+                                                    uint32_t *eq) {
   const int lane = threadIdx.x % 32;
   *gt += __reduce_add_sync(0xffffffffu, lane < warp ? pairs[2 * lane] : 0u);
   *eq += __reduce_add_sync(0xffffffffu, lane < warp ? pairs[2 * lane + 1] : 0u);
