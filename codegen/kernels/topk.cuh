@@ -1336,14 +1336,12 @@ __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, u
       const uint32_t o = gx + min(eqx, need);
       const int s = first + u;
       out[o] = s;
-      if (sout != nullptr)
-        sout[o] = GLM_PAGE >= GLM_TK_CL_RUN
-                      ? (static_cast<unsigned>(s) / GLM_PAGE ==
-                                 static_cast<unsigned>(first) / GLM_PAGE
-                             ? page0
-                             : page1) * GLM_PAGE +
-                            static_cast<unsigned>(s) % GLM_PAGE
-                      : glm_tk_slot(bt, s);
+      if (sout != nullptr) {
+        const unsigned page = static_cast<unsigned>(s) / GLM_PAGE;
+        const int32_t entry = page == static_cast<unsigned>(first) / GLM_PAGE ? page0 : page1;
+        sout[o] = GLM_PAGE >= GLM_TK_CL_RUN ? entry * GLM_PAGE + static_cast<unsigned>(s) % GLM_PAGE
+                                            : glm_tk_slot(bt, s);
+      }
     }
     gx += gt;
     eqx += eq;
