@@ -23,8 +23,9 @@
 // columns -- warp w owns tokens [tok0, tok0 + GLM_S_TOKENS_PER_WARP) of the tile over columns
 // [kbeg, kbeg + 144), and holds Q's fragments for those columns in 36 registers for the whole
 // split (so Q is read from shared memory once, and the kernel fits 128 registers: two CTAs per
-// SM where shared memory allows). The other k-parts hand their partial scores to the first
-// through shared memory, and the first does the softmax. For P V, warp w owns output columns
+// SM where shared memory allows). The softmax is spread over all warps: k-part e owns value
+// slot e of every S fragment and the other k-parts hand it their partial scores of that slot
+// through shared memory. For P V, warp w owns output columns
 // [GLM_O_COLS_PER_WARP w, GLM_O_COLS_PER_WARP (w + 1)). Row maxima cross warps (through shared
 // memory) only when a tile moves the softmax's reference maximum; row sums stay per thread
 // until one reduction after the last tile.
@@ -48,8 +49,7 @@
 #define GLM_THREADS (GLM_WARPS * 32)
 #define GLM_NT (GLM_TILE_N / 8) // n8 tiles of tokens per tile
 #define GLM_S_KSPLIT 4
-// m16 tiles of heads (16 and 32 heads); with two, m-tile mt's partial scores are summed and
-// softmaxed by the warps of k-part mt (its owner), so two k-parts share the softmax. With 32
+// m16 tiles of heads (16 and 32 heads). With 32
 // heads and 16 warps the m-tiles are also split across the warps for S (GLM_S_MSPLIT 2: each
 // warp computes one m-tile's scores, so it holds one m-tile's Q fragments).
 #define GLM_MT (GLM_HEADS == 32 ? 2 : 1)
@@ -107,7 +107,7 @@ static_assert(!GLM_Q_GLOBAL || GLM_HEADS != 8, "the 8-head layout reads Q from s
 #define GLM_SMEM_Q_BYTES (GLM_Q_GLOBAL ? GLM_SMEM_SP_BYTES : GLM_HEADS * GLM_ROW * 2)
 #define GLM_SMEM_KV (GLM_SMEM_Q + GLM_SMEM_Q_BYTES)
 #define GLM_SMEM_RED (GLM_SMEM_KV + GLM_RING * GLM_ENTRY_N * GLM_ROW * 2)
-#define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_S_GROUPS * GLM_HEADS * 4)
+#define GLM_SMEM_VALID (GLM_SMEM_RED + 2 * GLM_WARPS * GLM_HEADS * 4)
 #define GLM_SMEM_BYTES (GLM_SMEM_VALID + GLM_RING * GLM_ENTRY_N * 4)
 #define GLM_SMEM_SPART GLM_SMEM_Q
 #define GLM_SMEM_P (GLM_SMEM_SPART + (GLM_S_KSPLIT - 1) * GLM_TILE_N * GLM_HEADS * 4)
@@ -147,6 +147,14 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #define GLM_RESCALE_SLACK 8.0f
 
 // Pieces of a tile's softmax that both head layouts share; kTiles: the S fragments a warp holds.
+// The softmax is spread over every warp: of each S fragment's four value slots, slot e belongs
+// to k-part e (its owner), which sums the four k-parts' partial scores of it, masks, scales, and
+// writes P. The slot's other k-parts hand their partials over through spart, per m-tile:
+// owner e's block from sender j = kpart - (kpart > e) for token group sg is
+// spart[((e (GLM_S_KSPLIT - 1) + j) GLM_S_GROUPS + sg) kTiles 32], fragment i at i 32 + lane.
+// Warp (ms, kpart, sg) is warp ((ms GLM_S_KSPLIT + kpart) GLM_S_GROUPS + sg); red_max and red_sum
+// hold a value per warp and head row: [warp][GLM_HEADS], written for the rows it owns.
+static_assert(GLM_S_KSPLIT == 4, "one k-part per fragment value slot");
 // Both S chains zeroed for a tile.
 template <int kTiles>
 __device__ __forceinline__ void glm_mla_zero(float (&s)[kTiles][4], float (&s2)[kTiles][4]) {
@@ -156,52 +164,60 @@ __device__ __forceinline__ void glm_mla_zero(float (&s)[kTiles][4], float (&s2)[
     for (int e = 0; e < 4; ++e)
       s[i][e] = s2[i][e] = 0.f;
 }
-// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then every k-part p but the
-// scores' owner hands its partial scores to the owner (same lane, same fragment slot): part p's
-// block for token group sg is spart[(q GLM_S_GROUPS + sg) kTiles 128], q = p - (p > owner).
+// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then the slots this warp does
+// not own handed to their owners.
 template <int kTiles>
 __device__ __forceinline__ void glm_mla_hand_off(float (&s)[kTiles][4],
                                                  const float (&s2)[kTiles][4], float *spart,
-                                                 int kpart, int owner, int sg, int lane) {
+                                                 int kpart, int sg, int lane) {
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       s[i][e] += s2[i][e];
-  if (kpart != owner) {
-    const int q = kpart - (kpart > owner ? 1 : 0);
-    float *my_part = spart + (q * GLM_S_GROUPS + sg) * (kTiles * 128) + lane;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    if (e == kpart)
+      continue;
+    const int j = kpart - (kpart > e ? 1 : 0);
+    float *dst = spart + ((e * (GLM_S_KSPLIT - 1) + j) * GLM_S_GROUPS + sg) * (kTiles * 32) + lane;
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        my_part[(i * 4 + e) * 32] = s[i][e];
+      dst[i * 32] = s[i][e];
   }
 }
-// The owner's full score of fragment slot (i, e): its own part v plus the others'.
+// The owner's full score of its slot of fragment i: its own partial (slot kpart of f) plus the
+// other k-parts'.
 template <int kTiles>
-__device__ __forceinline__ float glm_mla_full_score(float v, const float *spart, int sg, int i,
-                                                    int e, int lane) {
+__device__ __forceinline__ float glm_mla_full_score(const float (&f)[4], const float *spart,
+                                                    int kpart, int sg, int i, int lane) {
+  float v = kpart == 0 ? f[0] : kpart == 1 ? f[1] : kpart == 2 ? f[2] : f[3];
 #pragma unroll
-  for (int p = 1; p < GLM_S_KSPLIT; ++p)
-    v += spart[((p - 1) * GLM_S_GROUPS + sg) * (kTiles * 128) + (i * 4 + e) * 32 + lane];
+  for (int j = 0; j < GLM_S_KSPLIT - 1; ++j)
+    v += spart[((kpart * (GLM_S_KSPLIT - 1) + j) * GLM_S_GROUPS + sg) * (kTiles * 32) + i * 32 +
+               lane];
   return v;
 }
-// The slow path's new references of this thread's two rows r (heads), whose maxima the token
-// groups left in red_max[w GLM_HEADS + col[r]]: m_ref[r] becomes the overall maximum and
-// alpha[r] is the factor for O and the row sums.
-__device__ __forceinline__ void glm_mla_new_ref(const float *red_max, const int (&col)[2],
-                                                float (&m_ref)[2], float (&alpha)[2]) {
+// Head row `row`'s maximum (kMax) or sum over the warps of m-tile group ms and k-parts kp0, kp1
+// (the owners of its slots), all token groups: from red ([warp][GLM_HEADS]).
+template <bool kMax>
+__device__ __forceinline__ float glm_mla_red_rows(const float *red, int ms, int kp0, int kp1,
+                                                  int row) {
+  float v = kMax ? GLM_MASKED : 0.f;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float tm = GLM_MASKED;
-#pragma unroll
-    for (int w = 0; w < GLM_S_GROUPS; ++w)
-      tm = fmaxf(tm, red_max[w * GLM_HEADS + col[r]]);
-    const float m_new = fmaxf(m_ref[r], tm);
-    alpha[r] = glm_exp2(m_ref[r] - m_new); // 1 while both are still GLM_MASKED
-    m_ref[r] = m_new;
+  for (int sg = 0; sg < GLM_S_GROUPS; ++sg) {
+    const float a = red[((ms * GLM_S_KSPLIT + kp0) * GLM_S_GROUPS + sg) * GLM_HEADS + row];
+    const float b = red[((ms * GLM_S_KSPLIT + kp1) * GLM_S_GROUPS + sg) * GLM_HEADS + row];
+    v = kMax ? fmaxf(v, fmaxf(a, b)) : v + a + b;
   }
+  return v;
+}
+// The slow path's new reference of a row whose maximum over the CTA's tile is tm: m_ref becomes
+// the overall maximum and alpha the factor for O and the row sums.
+__device__ __forceinline__ void glm_mla_move_ref(float tm, float &m_ref, float &alpha) {
+  const float m_new = fmaxf(m_ref, tm);
+  alpha = glm_exp2(m_ref - m_new); // 1 while both are still GLM_MASKED
+  m_ref = m_new;
 }
 
 // The merges' step: partial v (4 columns) with log2-domain lse l, weighted against the
@@ -279,7 +295,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   glm_bf16 *skv = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_KV);
   glm_bf16 *sp = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_P);
   float *red_max = reinterpret_cast<float *>(smem + GLM_SMEM_RED);
-  float *red_sum = red_max + GLM_S_GROUPS * GLM_HEADS;
+  float *red_sum = red_max + GLM_WARPS * GLM_HEADS;
   float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // k-parts 1.. scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
 
@@ -425,21 +441,24 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // maximum every warp agrees on: P = exp2(S - m_ref). It only moves when a tile's score exceeds
   // it by more than GLM_RESCALE_SLACK (so P <= 2^slack, exact in bf16's range and harmless to
   // fp32 sums); then the tile takes the slow path, which exchanges the row maxima and rescales
-  // O. l_part[i] is this thread's share of the row sums of its local m-tile i (its tokens, in
-  // the owner's warps only), reduced over the CTA once at the end.
-  float m_ref[GLM_MT][2], l_part[GLM_MT_W][2];
+  // O. l_own[i] is this thread's share of the sums of the row it owns in its local m-tile i
+  // (row g + 8 (kpart / 2): its slots' tokens), reduced over the CTA once at the end.
+  float m_ref[GLM_MT][2], l_own[GLM_MT_W];
 #pragma unroll
   for (int mt = 0; mt < GLM_MT; ++mt)
     m_ref[mt][0] = m_ref[mt][1] = GLM_MASKED;
 #pragma unroll
   for (int i = 0; i < GLM_MT_W; ++i)
-    l_part[i][0] = l_part[i][1] = 0.f;
+    l_own[i] = 0.f;
   // A value of m-tile m, m not known at compile time with GLM_S_MSPLIT 2 (a select, not an
   // indexed register array).
   auto of_mtile = [](const float (&v)[GLM_MT][2], int m, int r) {
     return GLM_MT == 1 || m == 0 ? v[0][r] : v[GLM_MT - 1][r];
   };
-  // m-tile m's block of spart: the other k-parts' partial scores of its rows.
+  // The slot this warp owns in every S fragment (slot kpart): row g + 8 own_r of the m-tile,
+  // token 2t + own_c of the n8 tile.
+  const int own_r = kpart / 2, own_c = kpart % 2;
+  // m-tile m's block of spart: the partial scores handed to the owners of its slots.
   constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
 
   // Each warp holds Q's A fragments of its m-tiles for its GLM_S_K columns for the whole split.
@@ -515,60 +534,51 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
     for (int i = 0; i < GLM_MT_W; ++i) {
       const int m = ms * GLM_MT_W + i;
-      glm_mla_hand_off(s[i], s2[i], spart + m * kSpartMt, kpart, m, sg, lane);
+      glm_mla_hand_off(s[i], s2[i], spart + m * kSpartMt, kpart, sg, lane);
     }
     __syncthreads();
     GLM_TRACE_MARK(1);
 
-    // The owners' warps hold the full scores from here on: scale, mask, then P = exp2(S -
-    // m_ref) (0 for masked slots) as bf16 into shared memory, with this tile's row sums and
-    // whether a score passed m_ref + slack.
-    float tsum[GLM_MT_W][2], mx[GLM_MT_W][2];
-#pragma unroll
-    for (int i = 0; i < GLM_MT_W; ++i) {
-      tsum[i][0] = tsum[i][1] = 0.f;
-      mx[i][0] = mx[i][1] = GLM_MASKED;
-    }
+    // Every warp now completes its own slot of each fragment: the full score, scaled and masked
+    // (sv), then P = exp2(S - m_ref) (0 for masked slots) as bf16 into shared memory, with this
+    // tile's sums of the owned rows (ts) and whether a score passed m_ref + slack.
+    float sv[GLM_MT_W][GLM_S_NTILES], ref[GLM_MT_W], ts[GLM_MT_W], mxo[GLM_MT_W];
     int rescale = 0;
-    // P = exp2(S - m_ref) of local m-tile i and this warp's tokens as bf16 into shared memory,
-    // its row sums into tsum[i] (the owner's warps, which hold the full scores).
+    auto own_ref = [&](int m) { // m_ref of the row this thread owns in m-tile m
+      return own_r ? of_mtile(m_ref, m, 1) : of_mtile(m_ref, m, 0);
+    };
     auto write_p = [&](int i) {
       const int m = ms * GLM_MT_W + i;
-      const float ref[2] = {of_mtile(m_ref, m, 0), of_mtile(m_ref, m, 1)};
+      ts[i] = 0.f;
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; ++n) {
-        float p[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          p[e] = s[i][n][e] == GLM_MASKED ? 0.f : glm_exp2(s[i][n][e] - ref[e / 2]);
-          tsum[i][e / 2] += p[e];
-        }
-        const int col = tok0 + n * 8 + 2 * t, row = 16 * m + g;
-        *reinterpret_cast<uint32_t *>(sp + row * GLM_P_ROW + col) = glm_pack_bf16x2(p[0], p[1]);
-        *reinterpret_cast<uint32_t *>(sp + (row + 8) * GLM_P_ROW + col) =
-            glm_pack_bf16x2(p[2], p[3]);
+        const float p = sv[i][n] == GLM_MASKED ? 0.f : glm_exp2(sv[i][n] - ref[i]);
+        ts[i] += p;
+        sp[(16 * m + g + 8 * own_r) * GLM_P_ROW + tok0 + n * 8 + 2 * t + own_c] =
+            glm_f32_to_bf16(p);
       }
     };
 #pragma unroll
     for (int i = 0; i < GLM_MT_W; ++i) {
       const int m = ms * GLM_MT_W + i;
-      if (kpart != m)
-        continue;
+      ref[i] = own_ref(m);
+      float mx = GLM_MASKED;
 #pragma unroll
-      for (int n = 0; n < GLM_S_NTILES; ++n)
+      for (int n = 0; n < GLM_S_NTILES; ++n) {
+        float v = glm_mla_full_score<GLM_S_NTILES>(s[i][n], spart + m * kSpartMt, kpart, sg, n,
+                                                   lane);
+        // Token tok0 + 8 n + 2 t + own_c; n8 tiles pair up in ring entries.
+        const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + own_c;
+        v = svalid[vrow] ? v * scale_log2 : GLM_MASKED;
+        sv[i][n] = v;
+        mx = fmaxf(mx, v);
+      }
+      rescale |= mx > ref[i] + GLM_RESCALE_SLACK;
+      mxo[i] = mx; // the owned row's maximum over this thread's slots, for the slow path
+    }
+    if (!rescale) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float v = glm_mla_full_score<GLM_S_NTILES>(s[i][n][e], spart + m * kSpartMt, sg, n, e,
-                                                     lane);
-          // Token tok0 + 8 n + 2 t + e % 2; n8 tiles pair up in ring entries.
-          const int vrow = tile_row(tok0 + (n & ~1) * 8) + (n & 1) * 8 + 2 * t + (e % 2);
-          v = svalid[vrow] ? v * scale_log2 : GLM_MASKED;
-          s[i][n][e] = v;
-          mx[i][e / 2] = fmaxf(mx[i][e / 2], v);
-        }
-      rescale = mx[i][0] > of_mtile(m_ref, m, 0) + GLM_RESCALE_SLACK ||
-                mx[i][1] > of_mtile(m_ref, m, 1) + GLM_RESCALE_SLACK;
-      if (!rescale)
+      for (int i = 0; i < GLM_MT_W; ++i)
         write_p(i);
     }
     // P is visible to every warp, and every warp learns whether any row needs a new reference.
@@ -578,23 +588,21 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
       for (int i = 0; i < GLM_MT_W; ++i) {
         const int m = ms * GLM_MT_W + i;
-        if (kpart != m)
-          continue;
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          mx[i][r] = fmaxf(mx[i][r], __shfl_xor_sync(0xffffffffu, mx[i][r], 1));
-          mx[i][r] = fmaxf(mx[i][r], __shfl_xor_sync(0xffffffffu, mx[i][r], 2));
-        }
-        if (t == 0) {
-          red_max[sg * GLM_HEADS + 16 * m + g] = mx[i][0];
-          red_max[sg * GLM_HEADS + 16 * m + g + 8] = mx[i][1];
-        }
+        float mx = mxo[i];
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // over the row's tokens: the quad
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        if (t == 0)
+          red_max[warp * GLM_HEADS + 16 * m + g + 8 * own_r] = mx;
       }
       __syncthreads();
       float alpha[GLM_MT][2];
 #pragma unroll
       for (int mt = 0; mt < GLM_MT; ++mt) {
-        glm_mla_new_ref(red_max + 16 * mt, {g, g + 8}, m_ref[mt], alpha[mt]);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) // row g + 8 r: slots 2 r and 2 r + 1
+          glm_mla_move_ref(glm_mla_red_rows<true>(red_max, mt / GLM_MT_W, 2 * r, 2 * r + 1,
+                                                  16 * mt + g + 8 * r),
+                           m_ref[mt][r], alpha[mt][r]);
 #pragma unroll
         for (int n = 0; n < GLM_O_NTILES; ++n) {
           o[mt][n][0] *= alpha[mt][0];
@@ -606,20 +614,15 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
       for (int i = 0; i < GLM_MT_W; ++i) {
         const int m = ms * GLM_MT_W + i;
-        l_part[i][0] *= of_mtile(alpha, m, 0);
-        l_part[i][1] *= of_mtile(alpha, m, 1);
-        if (kpart == m) {
-          tsum[i][0] = tsum[i][1] = 0.f;
-          write_p(i);
-        }
+        l_own[i] *= own_r ? of_mtile(alpha, m, 1) : of_mtile(alpha, m, 0);
+        ref[i] = own_ref(m);
+        write_p(i);
       }
       __syncthreads(); // P visible; red_max free for the next slow path
     }
 #pragma unroll
-    for (int i = 0; i < GLM_MT_W; ++i) {
-      l_part[i][0] += tsum[i][0];
-      l_part[i][1] += tsum[i][1];
-    }
+    for (int i = 0; i < GLM_MT_W; ++i)
+      l_own[i] += ts[i];
     GLM_TRACE_MARK(2);
 
     // O += P V over this warp's GLM_O_COLS_PER_WARP latent columns; V is the tile's rows,
@@ -650,20 +653,16 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     GLM_TRACE_MARK(3);
     tile_end();
   }
-  // The row sums: this thread's share -> its quad -> the owner's warps, through red_sum. Every
-  // warp then holds the CTA's l_run for rows g and g + 8 of every m-tile.
+  // The row sums: this thread's share -> its quad -> red_sum. Every warp then holds the CTA's
+  // l_run for rows g and g + 8 of every m-tile.
 #pragma unroll
   for (int i = 0; i < GLM_MT_W; ++i) {
     const int m = ms * GLM_MT_W + i;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      l_part[i][r] += __shfl_xor_sync(0xffffffffu, l_part[i][r], 1);
-      l_part[i][r] += __shfl_xor_sync(0xffffffffu, l_part[i][r], 2);
-    }
-    if (kpart == m && t == 0) {
-      red_sum[sg * GLM_HEADS + 16 * m + g] = l_part[i][0];
-      red_sum[sg * GLM_HEADS + 16 * m + g + 8] = l_part[i][1];
-    }
+    float l = l_own[i];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (t == 0)
+      red_sum[warp * GLM_HEADS + 16 * m + g + 8 * own_r] = l;
   }
   glm_cp_async_wait<0>();
   __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
@@ -671,12 +670,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
   for (int mt = 0; mt < GLM_MT; ++mt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      l_run[mt][r] = 0.f;
-#pragma unroll
-      for (int w = 0; w < GLM_S_GROUPS; ++w)
-        l_run[mt][r] += red_sum[w * GLM_HEADS + 16 * mt + g + 8 * r];
-    }
+    for (int r = 0; r < 2; ++r)
+      l_run[mt][r] =
+          glm_mla_red_rows<false>(red_sum, mt / GLM_MT_W, 2 * r, 2 * r + 1, 16 * mt + g + 8 * r);
 #else // GLM_HEADS == 8
   // Warp (sg, kpart): S^T = K Q^T over the m16 tiles of tokens [tok0, tok0 +
   // GLM_S_TOKENS_PER_WARP) and k-part kpart's columns, the 8 heads as the mma N (no padding);
@@ -690,9 +686,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   for (int mt = 0; mt < GLM_O_MTILES; ++mt)
     o[mt][0] = o[mt][1] = o[mt][2] = o[mt][3] = 0.f;
   // Softmax state of heads 2t and 2t + 1, log2 domain, as in the 16-head layout: a reference
-  // maximum every warp agrees on, moved only when a tile passes it by more than the slack.
+  // maximum every warp agrees on, moved only when a tile passes it by more than the slack. This
+  // warp owns slot kpart of every S^T fragment: head 2t + own_h, token g + 8 own_k of the m16
+  // tile; l_own is this thread's share of the owned head's sum.
+  const int own_h = kpart % 2, own_k = kpart / 2;
   float m_ref[2] = {GLM_MASKED, GLM_MASKED};
-  float l_part[2] = {0.f, 0.f};
+  float l_own = 0.f;
 
   // Q rides in entry 0's commit group (see the 16-head layout). Each warp loads Q's B fragments
   // (k16 x the 8 heads) for its GLM_S_K columns once.
@@ -726,57 +725,50 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
-    glm_mla_hand_off(s, s2, spart, kpart, 0, sg, lane);
+    glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
     GLM_TRACE_MARK(1);
 
-    // The first k-part's warps own the full scores: s[mt][e] is token tok0 + 16 mt + g + 8 (e /
-    // 2), head 2t + e % 2. P^T = exp2(S^T - m_ref) (0 for masked slots) as bf16 [head][token].
-    float tsum[2] = {0.f, 0.f}, mx[2] = {GLM_MASKED, GLM_MASKED};
-    int rescale = 0;
+    // Every warp completes its own slot of each fragment (token tok0 + 16 mt + g + 8 own_k,
+    // head 2t + own_h): the full score, scaled and masked (sv), then P^T = exp2(S^T - m_ref) (0
+    // for masked slots) as bf16 [head][token], with this tile's sum of the owned head (ts).
+    float sv[GLM_S_MTILES], ts = 0.f, mx = GLM_MASKED;
+    float ref = own_h ? m_ref[1] : m_ref[0];
     auto write_p = [&]() {
+      ts = 0.f;
 #pragma unroll
-      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float p = s[mt][e] == GLM_MASKED ? 0.f : glm_exp2(s[mt][e] - m_ref[e % 2]);
-          tsum[e % 2] += p;
-          sp[(2 * t + e % 2) * GLM_P_ROW + tok0 + 16 * mt + g + 8 * (e / 2)] = glm_f32_to_bf16(p);
-        }
+      for (int mt = 0; mt < GLM_S_MTILES; ++mt) {
+        const float p = sv[mt] == GLM_MASKED ? 0.f : glm_exp2(sv[mt] - ref);
+        ts += p;
+        sp[(2 * t + own_h) * GLM_P_ROW + tok0 + 16 * mt + g + 8 * own_k] = glm_f32_to_bf16(p);
+      }
     };
-    if (kpart == 0) {
 #pragma unroll
-      for (int mt = 0; mt < GLM_S_MTILES; ++mt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[mt][e] = glm_mla_full_score<GLM_S_MTILES>(s[mt][e], spart, sg, mt, e, lane);
-          const int vrow = tile_row(tok0 + 16 * mt) + g + 8 * (e / 2);
-          s[mt][e] = svalid[vrow] ? s[mt][e] * scale_log2 : GLM_MASKED;
-          mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
-        }
-      // This thread's tokens decide; the flag is reduced by the barrier below.
-      rescale = mx[0] > m_ref[0] + GLM_RESCALE_SLACK || mx[1] > m_ref[1] + GLM_RESCALE_SLACK;
-      if (!rescale)
-        write_p();
+    for (int mt = 0; mt < GLM_S_MTILES; ++mt) {
+      float v = glm_mla_full_score<GLM_S_MTILES>(s[mt], spart, kpart, sg, mt, lane);
+      const int vrow = tile_row(tok0 + 16 * mt) + g + 8 * own_k;
+      v = svalid[vrow] ? v * scale_log2 : GLM_MASKED;
+      sv[mt] = v;
+      mx = fmaxf(mx, v);
     }
+    // This thread's slots decide; the flag is reduced by the barrier below.
+    const int rescale = mx > ref + GLM_RESCALE_SLACK;
+    if (!rescale)
+      write_p();
     // P^T is visible to every warp, and every warp learns whether a head needs a new reference.
     if (__syncthreads_or(rescale)) {
-      if (kpart == 0) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) // over the tokens: the lanes of the same t
-#pragma unroll
-          for (int x = 4; x < 32; x <<= 1)
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
-      }
-      if (kpart == 0 && g == 0) {
-        red_max[sg * GLM_HEADS + 2 * t] = mx[0];
-        red_max[sg * GLM_HEADS + 2 * t + 1] = mx[1];
-      }
+      for (int x = 4; x < 32; x <<= 1) // over the head's tokens: the lanes of the same t
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+      if (g == 0)
+        red_max[warp * GLM_HEADS + 2 * t + own_h] = mx;
       __syncthreads();
       float alpha[2];
-      glm_mla_new_ref(red_max, {2 * t, 2 * t + 1}, m_ref, alpha);
-      l_part[0] *= alpha[0];
-      l_part[1] *= alpha[1];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) // head 2t + h: slots h and h + 2
+        glm_mla_move_ref(glm_mla_red_rows<true>(red_max, 0, h, h + 2, 2 * t + h), m_ref[h],
+                         alpha[h]);
+      l_own *= own_h ? alpha[1] : alpha[0];
 #pragma unroll
       for (int mt = 0; mt < GLM_O_MTILES; ++mt) {
         o[mt][0] *= alpha[0];
@@ -784,14 +776,11 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         o[mt][2] *= alpha[0];
         o[mt][3] *= alpha[1];
       }
-      if (kpart == 0) {
-        tsum[0] = tsum[1] = 0.f;
-        write_p();
-      }
+      ref = own_h ? m_ref[1] : m_ref[0];
+      write_p();
       __syncthreads(); // P^T visible; red_max free for the next slow path
     }
-    l_part[0] += tsum[0];
-    l_part[1] += tsum[1];
+    l_own += ts;
     GLM_TRACE_MARK(2);
 
     // O^T += V^T P^T: per k-step of 16 tokens (one ring entry), B = P^T (tokens x heads), A = V^T
@@ -814,27 +803,19 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     GLM_TRACE_MARK(3);
     tile_end();
   }
-  // The row sums of heads 2t, 2t + 1: this thread's tokens -> the lanes of the same t -> the
-  // first k-part's warps, through red_sum. Every warp then holds l_run for its two heads.
+  // The sums of heads 2t, 2t + 1: this thread's tokens -> the lanes of the same t -> red_sum.
+  // Every warp then holds l_run for its two heads.
+#pragma unroll
+  for (int x = 4; x < 32; x <<= 1)
+    l_own += __shfl_xor_sync(0xffffffffu, l_own, x);
+  if (g == 0)
+    red_sum[warp * GLM_HEADS + 2 * t + own_h] = l_own;
+  glm_cp_async_wait<0>();
+  __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
   float l_run[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int x = 4; x < 32; x <<= 1)
-      l_part[h] += __shfl_xor_sync(0xffffffffu, l_part[h], x);
-  if (kpart == 0 && g == 0) {
-    red_sum[sg * GLM_HEADS + 2 * t] = l_part[0];
-    red_sum[sg * GLM_HEADS + 2 * t + 1] = l_part[1];
-  }
-  glm_cp_async_wait<0>();
-  __syncthreads(); // the sums are visible, and every warp is done with the ring (see below)
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l_run[h] = 0.f;
-#pragma unroll
-    for (int w = 0; w < GLM_S_GROUPS; ++w)
-      l_run[h] += red_sum[w * GLM_HEADS + 2 * t + h];
-  }
+    l_run[h] = glm_mla_red_rows<false>(red_sum, 0, h, h + 2, 2 * t + h);
 #endif
   // The barrier above (after every thread's last copies landed and every warp left the tile
   // loop) frees the ring: the merge's staging reuses it.

@@ -21,14 +21,12 @@ int ctasPerSmFor(const Target &tiles, int64_t smem) {
 int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, int heads,
                             bool qGlobal) {
   // Q (whose region then holds the k-parts' partial scores and P; with 32 heads Q stays in
-  // registers and the region holds only those), the ring, the row maxima and sums of the
-  // GLM_S_GROUPS = warps / 4 token groups, the rows' valid flags.
+  // registers and the region holds only those), the ring, the row maxima and sums per warp
+  // (each warp owns a slot of every score fragment), the rows' valid flags.
   const int64_t row = (s.latent + s.rope + 8) * 2; // padded bf16 row
-  const int64_t msplit = heads == 32 && warps == 16 ? 2 : 1; // GLM_S_MSPLIT
-  const int64_t groups = warps / (4 * msplit);
   const int64_t scoresAndP = 3 * int64_t(tileN) * heads * 4 + heads * (tileN + 8) * 2;
   const int64_t qRegion = heads == 32 || qGlobal ? scoresAndP : heads * row;
-  return qRegion + ring * 16 * row + 2 * groups * heads * 4 + ring * 16 * 4;
+  return qRegion + ring * 16 * row + 2 * int64_t(warps) * heads * 4 + ring * 16 * 4;
 }
 
 std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps, bool qGlobal) {

@@ -26,7 +26,7 @@ struct MlaShape {
 constexpr int kSparseMlaWarps = 8;
 
 // Tile candidates (cache rows per tile, ring entries of 16 rows), best first. One: 32-row tiles
-// in a ring of two tiles (93952 B) fit SM120, and as sm_90 code two of them fit an H200's SM,
+// in a ring of two tiles (94720 B) fit SM120, and as sm_90 code two of them fit an H200's SM,
 // which beat every deeper or larger ring there (bench/RESULTS.md, 2026-11-29 "ring entries"):
 // at 8 heads x batch 128, 92.2 us against 95.4 (a 5-entry ring, two CTAs per SM), 106.4 (6
 // entries, one CTA) and 125.3 (64-row tiles, 8 entries). The kernel takes any ring of at least

@@ -6,7 +6,7 @@
 module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_120a", sms = 188, max_smem = 90000>} {
   func.func @two(%cache: !cache, %ql: tensor<1x8x512xf32>, %qr: tensor<1x8x64xf32>, %idx: tensor<1x16xi32>) -> tensor<1x8x512xf32> {
     // expected-error @+2 {{no kernel variant for glm.sparse_mla fits sm_120a (2 ops)}}
-    // expected-note @+1 {{candidate sparse_mla_decode_bf16_t32_r4: needs 93952 B shared memory, sm_120a allows 90000 B}}
+    // expected-note @+1 {{candidate sparse_mla_decode_bf16_t32_r4: needs 94720 B shared memory, sm_120a allows 90000 B}}
     %o, %lse = glm.sparse_mla %cache[0], %ql, %qr, %idx {scale = 0.0625 : f32, dims = #glm.mla_dims<nope = 192, rope = 64, v = 256, kv_lora = 512>} : !cache, tensor<1x8x512xf32>, tensor<1x8x64xf32>, tensor<1x16xi32> -> tensor<1x8x512xf32>, tensor<1x8xf32>
     %o2, %lse2 = glm.sparse_mla %cache[1], %ql, %qr, %idx {scale = 0.0625 : f32, dims = #glm.mla_dims<nope = 192, rope = 64, v = 256, kv_lora = 512>} : !cache, tensor<1x8x512xf32>, tensor<1x8x64xf32>, tensor<1x16xi32> -> tensor<1x8x512xf32>, tensor<1x8xf32>
     return %o : tensor<1x8x512xf32>

@@ -10,14 +10,14 @@ module attributes {glm.target = #glm.target<tiles = "sm_120a", code = "sm_120a",
   // CHECK-LABEL: func.func @decode
   // SM90-LABEL: func.func @decode
   func.func @decode(%cache: !cache, %ql: tensor<1x8x512xf32>, %qr: tensor<1x8x64xf32>, %idx: tensor<1x16xi32>) -> tensor<1x8x512xf32> {
-    // CHECK: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4_h8", threads = 256, smem = 84480>
-    // SM90: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4_h8", threads = 256, smem = 84480>
+    // CHECK: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4_h8", threads = 256, smem = 84864>
+    // SM90: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4_h8", threads = 256, smem = 84864>
     %o, %lse = glm.sparse_mla %cache[0], %ql, %qr, %idx {scale = 0.0625 : f32, dims = #glm.mla_dims<nope = 192, rope = 64, v = 256, kv_lora = 512>} : !cache, tensor<1x8x512xf32>, tensor<1x8x64xf32>, tensor<1x16xi32> -> tensor<1x8x512xf32>, tensor<1x8xf32>
     return %o : tensor<1x8x512xf32>
   }
   // CHECK-LABEL: func.func @decode16
   func.func @decode16(%cache: !cache, %ql: tensor<1x16x512xf32>, %qr: tensor<1x16x64xf32>, %idx: tensor<1x16xi32>) -> tensor<1x16x512xf32> {
-    // CHECK: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4", threads = 256, smem = 93952>
+    // CHECK: glm.sparse_mla {{.*}}glm.kernel = #glm.kernel<variant = "sparse_mla_decode_bf16_t32_r4", threads = 256, smem = 94720>
     %o, %lse = glm.sparse_mla %cache[0], %ql, %qr, %idx {scale = 0.0625 : f32, dims = #glm.mla_dims<nope = 192, rope = 64, v = 256, kv_lora = 512>} : !cache, tensor<1x16x512xf32>, tensor<1x16x64xf32>, tensor<1x16xi32> -> tensor<1x16x512xf32>, tensor<1x16xf32>
     return %o : tensor<1x16x512xf32>
   }
