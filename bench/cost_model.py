@@ -90,7 +90,9 @@ INPUTS = {
     # H = 8 at batch 128: the two-CTAs-per-SM form the runtime takes there on SM120 (RESULTS.md
     # 2026-11-30 "two CTAs per SM on SM120").
     "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 86.5)],
-    "mla_h64_us": [(1, 12.8), (8, 33.7), (32, 80.6), (128, 286.2)],
+    # H = 64 at batch 8 / 32 / 128 re-measured after the spread softmax (RESULTS.md 2026-11-30
+    # "sparse MLA after the spread softmax": 16 heads at 8, 32 heads at 32 and 128).
+    "mla_h64_us": [(1, 12.8), (8, 32.6), (32, 77.9), (128, 271.4)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
     # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"
     # (final table; topk_cluster past 8K positions). The score ran at the plan's two CTAs per SM,
