@@ -49,9 +49,9 @@
 #define GLM_THREADS (GLM_WARPS * 32)
 #define GLM_NT (GLM_TILE_N / 8) // n8 tiles of tokens per tile
 #define GLM_S_KSPLIT 4
-// m16 tiles of heads (16 and 32 heads). With 32
-// heads and 16 warps the m-tiles are also split across the warps for S (GLM_S_MSPLIT 2: each
-// warp computes one m-tile's scores, so it holds one m-tile's Q fragments).
+// m16 tiles of heads (16 and 32 heads). With 32 heads and 16 warps the m-tiles are also split
+// across the warps for S (GLM_S_MSPLIT 2: each warp computes one m-tile's scores, so it holds
+// one m-tile's Q fragments).
 #define GLM_MT (GLM_HEADS == 32 ? 2 : 1)
 #define GLM_S_MSPLIT (GLM_MT == 2 && GLM_WARPS == 16 ? 2 : 1)
 #define GLM_MT_W (GLM_MT / GLM_S_MSPLIT) // m-tiles of one warp's S
@@ -296,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   glm_bf16 *sp = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_P);
   float *red_max = reinterpret_cast<float *>(smem + GLM_SMEM_RED);
   float *red_sum = red_max + GLM_WARPS * GLM_HEADS;
-  float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // k-parts 1.. scores
+  float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // handed-off scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
 
 #ifdef GLM_MLA_TRACE
