@@ -10,7 +10,8 @@
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
-// W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith).
+// W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith), W:S:KC:X with X
+// 0 or 1 forcing bf16 or fp16 x (GLM_MV_XF16) instead of the registry's rule.
 // --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
@@ -101,7 +102,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
-                   "[--mv-tiles reg,W:S:KC,...] [--splits 0,3,...]\n",
+                   "[--mv-tiles reg,W:S:KC[:X],...] [--splits 0,3,...]\n",
                    argv[0]);
       return 2;
     }
@@ -169,15 +170,17 @@ int main(int argc, char **argv) {
             auto cfg = selectQLinear(*tiles, uint32_t(type), K, N, T, false);
             CHECK_OK(cfg.status());
             if (mt != "reg") {
-              int wv = 0, sv = 0;
+              int wv = 0, sv = 0, xv = -1;
               long long kv = 0;
-              if (std::sscanf(mt.c_str(), "%d:%d:%lld", &wv, &sv, &kv) != 3) {
-                std::fprintf(stderr, "--mv-tiles: '%s' is not reg or W:S:KC\n", mt.c_str());
+              const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
+              if (got < 3 || (got == 4 && xv != 0 && xv != 1)) {
+                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, W:S:KC or W:S:KC:X\n",
+                             mt.c_str());
                 return 2;
               }
               if (!cfg->mma)
                 continue; // no tiles to choose: the registry's config was timed under "reg"
-              cfg = qlinearDecodeWith(*tiles, uint32_t(type), K, N, T, wv, sv, kv);
+              cfg = qlinearDecodeWith(*tiles, uint32_t(type), K, N, T, wv, sv, kv, xv);
               if (!cfg.isOk()) {
                 std::printf("  skipped: %s\n", cfg.status().message().c_str());
                 continue;

@@ -44,6 +44,17 @@ typedef unsigned char glm_u8;
 #ifndef GLM_WTYPE
 #error "GLM_WTYPE (the ggml type id of the weight) must be defined"
 #endif
+// GLM_MV_XF16: the mma decode step takes x as fp16 (see glm_mv_mma). The registry always sets it
+// (QLinearConfig::xf16); this default is its rule, for instantiations made by hand.
+#ifndef GLM_MV_XF16
+#if defined(GLM_TOKENS) && !GLM_ACT_F32
+#define GLM_MV_XF16                                                                                \
+  ((GLM_WTYPE == GLM_T_Q5_K && GLM_TOKENS == 1) ||                                                 \
+   (GLM_WTYPE == GLM_T_Q8_0 && GLM_TOKENS > 1 && GLM_TOKENS <= 4))
+#else
+#define GLM_MV_XF16 0
+#endif
+#endif
 
 // GLM_QK: elements per block; GLM_QBYTES: bytes per block (plain types: a 32-element "block").
 // GLM_MV_MMA: the mma decode step exists. GLM_MV_P8: its element ownership is P8 (else P4).
@@ -69,7 +80,7 @@ typedef unsigned char glm_u8;
 #define GLM_QBYTES 34
 #define GLM_MV_MMA 1
 #define GLM_MV_P8 0
-#define GLM_XSUM_GRAN 0
+#define GLM_XSUM_GRAN (GLM_MV_XF16 ? 32 : 0) // fp16 quants carry an offset (see its step)
 #define GLM_MV_ALIGNED16 0
 #elif GLM_WTYPE == GLM_T_Q4_0
 #define GLM_QK 32
@@ -435,22 +446,24 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 // bf16 pair (128 + lo, 128 + hi) from two small integers already at bits 0.. and 16..
 #define GLM_BF16_128 0x43004300u
 
-// GLM_MV_XF16 (Q4_K, Q5_K): x is staged as fp16 and the 4-bit quants enter the mma as fp16,
-// whose 10-bit mantissa holds a nibble at bits 0..3 or 4..7 under 1024's exponent (ulp 1): one
+// GLM_MV_XF16 (Q4_K, Q5_K, Q8_0): x is staged as fp16 and the quants enter the mma as fp16.
+// 4-bit quants: fp16's
+// 10-bit mantissa holds a nibble at bits 0..3 or 4..7 under 1024's exponent (ulp 1): one
 // LOP3 makes (1024 + q) of a low nibble and (1024 + 16 q) of a high one in place, so a word's
 // eight nibbles take one shift (bytes 1 and 3) instead of three (as bf16, with 7 mantissa bits,
 // every nibble has to be shifted to bits 0..3). A high-nibble group's scale carries the 1/16:
 // d (q) = (d / 16) (16 q), and both offsets are then 1024 times the scale. fp16 x is exact for
 // bf16 values of magnitude 2^-14 .. 65504; the decode CTA scales a chunk by a power of two when
 // it holds larger ones (glm_stage_x), and the x sums are taken from the fp16 values themselves.
-// The registry's default: Q5_K with one token, where it measured 4.5% faster on the H200 (the
-// fifth bits make its extraction the longest); Q4_K was even and more tokens slower (the
-// conversion is paid in the x staging, per chunk).
-#ifndef GLM_MV_XF16
-#define GLM_MV_XF16 (GLM_WTYPE == GLM_T_Q5_K && GLM_TOKENS == 1)
-#endif
-static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K,
-              "fp16 x: the K-quant 4-bit step only");
+// Q8_0: the biased byte q + 128 under 1024 (1152 + q, exact; bf16's 8 bits hold no such range),
+// one byte permute per register instead of three instructions per value.
+// The registry's rule (qlinearXf16): Q5_K with one token, where it measured 4.5% faster on the
+// H200 (the fifth bits make its extraction the longest); Q8_0 with 2-4 tokens (lm_head 3-4%
+// faster). Q4_K was even, and Q8_0 at 8 tokens 5% slower: the conversion and the x sums are
+// paid in the x staging, once per chunk and CTA.
+static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K ||
+                  GLM_WTYPE == GLM_T_Q8_0,
+              "fp16 x: the K-quant 4-bit steps and Q8_0's");
 #define GLM_F16_1024 0x64006400u
 // The step's mma: fp16 operands with GLM_MV_XF16, else bf16.
 __device__ __forceinline__ void glm_mv_mma(float (&d)[4], const uint32_t (&a)[4], uint2 b) {
@@ -685,18 +698,33 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #if GLM_WTYPE == GLM_T_Q8_0
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
-      // Thread t: qs[16 ks + 4t .. +3], exact int8 -> fp32 -> bf16 (|q| <= 128 fits 8 bits).
+      // Thread t: qs[16 ks + 4t .. +3]. GLM_MV_XF16: the biased byte q + 128 under fp16's 1024
+      // (one XOR per word, one byte permute per register: 1152 + q, exact), the offset folded
+      // below with x's sums; else exact int8 -> fp32 -> bf16 (|q| <= 128 fits 8 bits), three
+      // instructions per value.
       const uint32_t wa = ldw(ba + 2 + 16 * ks + 4 * t);
       const uint32_t wb = ldw(bb + 2 + 16 * ks + 4 * t);
       uint32_t a[4];
+#if GLM_MV_XF16
+      const uint32_t ua = wa ^ 0x80808080u, ub = wb ^ 0x80808080u;
+      a[0] = __byte_perm(ua, 0x64u, 0x4240); // halves 0x64 b0, 0x64 b2: (e, e+2)
+      a[1] = __byte_perm(ub, 0x64u, 0x4240);
+      a[2] = __byte_perm(ua, 0x64u, 0x4341); // (e+1, e+3)
+      a[3] = __byte_perm(ub, 0x64u, 0x4341);
+#else
       a[0] = glm_pack_bf16x2(glm_sbyte_f32(wa, 0), glm_sbyte_f32(wa, 2));
       a[1] = glm_pack_bf16x2(glm_sbyte_f32(wb, 0), glm_sbyte_f32(wb, 2));
       a[2] = glm_pack_bf16x2(glm_sbyte_f32(wa, 1), glm_sbyte_f32(wa, 3));
       a[3] = glm_pack_bf16x2(glm_sbyte_f32(wb, 1), glm_sbyte_f32(wb, 3));
+#endif
       const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
-      glm_mma_bf16_16816(D, a, bx.x, bx.y);
+      glm_mv_mma(D, a, bx);
     }
-#if !GLM_MV_COLS
+#if !GLM_MV_COLS && GLM_MV_XF16
+    // value = d q: D' = sum (1152 + q) x, so subtract 1152 sum x.
+    const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
+    glm_mv_fold(acc, D, da, 1152.f * da, db, 1152.f * db, sx);
+#elif !GLM_MV_COLS
     acc[0] = fmaf(da, D[0], acc[0]);
     acc[1] = fmaf(da, D[1], acc[1]);
     acc[2] = fmaf(db, D[2], acc[2]);

@@ -88,8 +88,8 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
 }
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
-void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps, int stages,
-                int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
+void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, int warps,
+                int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
                 int64_t launchBytes) {
   cfg.rows16 = mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
@@ -99,8 +99,9 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, int warps
   const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
   cfg.l1Copies = mma && ti.id == kBf16;
+  cfg.xf16 = mma && xf16;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
-                (cfg.l1Copies ? "_l1" : "");
+                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = warps * 32;
@@ -125,7 +126,12 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K) {
   return t ? K / t->blockElems * t->blockBytes : 0;
 }
 
-int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk) {
+bool qlinearXf16(uint32_t type, int tokens) {
+  return (type == 13 && tokens == 1) || (type == 8 && tokens > 1 && tokens <= 4); // Q5_K, Q8_0
+}
+
+int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
+                          bool xf16) {
   const TypeInfo *t = findType(type);
   if (!t)
     return 0;
@@ -138,7 +144,9 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
-  const int64_t xsum = t->xsumGran ? int64_t(kChunk) / t->xsumGran * 8 * 4 : 0;
+  // Q8_0 (type 8) with fp16 quants folds their offset with 32-element x sums.
+  const int gran = t->id == 8 && xf16 ? 32 : t->xsumGran;
+  const int64_t xsum = gran ? int64_t(kChunk) / gran * 8 * 4 : 0;
   return xs + xsum + int64_t(warps) * stages * 16 * slot;
 }
 
@@ -243,7 +251,8 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                     : limit;
     for (const Cand &c : cands) {
       const int warps = c.warps;
-      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc));
+      const bool xf16 = mma && qlinearXf16(type, tokens);
+      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16);
       std::string name =
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
@@ -254,7 +263,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, warps, c.stages, c.kc, smem, *ti, K, N, launchBytes);
+      fillDecode(cfg, name, mma, xf16, warps, c.stages, c.kc, smem, *ti, K, N, launchBytes);
       return cfg;
     }
   }
@@ -264,14 +273,18 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
 
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
-                                                  int64_t kc) {
+                                                  int64_t kc, int xf16) {
   auto cfg = selectQLinear(tiles, type, K, N, tokens, false);
   if (!cfg.isOk())
     return cfg;
   if (cfg->kind != QLinearKind::kDecode || !cfg->mma)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
-  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc));
+  const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens) : xf16 != 0;
+  if (x16 && type != 8 && type != 12 && type != 13)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());
+  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
     return makeStatus(StatusCode::kInvalidArgument,
@@ -280,7 +293,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
   fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
-             warps, stages, kc, smem, *findType(type), K, N, 0);
+             x16, warps, stages, kc, smem, *findType(type), K, N, 0);
   return cfg;
 }
 
@@ -345,8 +358,10 @@ std::string qlinearSource(const QLinearConfig &cfg) {
     s += "#define GLM_WARPS " + std::to_string(cfg.warps) + "\n";
     s += "#define GLM_KC " + std::to_string(cfg.kChunk) + "\n";
     s += "#define GLM_MV_USE_MMA " + std::to_string(cfg.mma ? 1 : 0) + "\n";
-    if (cfg.mma)
+    if (cfg.mma) {
       s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
+      s += "#define GLM_MV_XF16 " + std::to_string(cfg.xf16 ? 1 : 0) + "\n";
+    }
     // The copies' memory path, overridable by a definition before the source (benchmarks' A/B).
     if (cfg.l2Prefetch)
       s += "#ifndef GLM_MV_PF\n#define GLM_MV_PF " + std::to_string(cfg.l2Prefetch) + "\n#endif\n";

@@ -40,6 +40,9 @@ struct QLinearConfig {
   // (GLM_MV_L1, "_l1").
   int l2Prefetch = 0;
   bool l1Copies = false;
+  // mma decode: x staged as fp16 and the quants entering the mma as fp16 (GLM_MV_XF16, "_xf16"):
+  // see qlinearXf16.
+  bool xf16 = false;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).
@@ -63,9 +66,17 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
 
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
+// xf16: -1 the registry's rule (qlinearXf16), 0 or 1 forced (Q4_K, Q5_K and Q8_0 only).
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
-                                                  int64_t kc);
+                                                  int64_t kc, int xf16 = -1);
+
+// Whether the mma decode step of `type` at `tokens` takes x as fp16 (GLM_MV_XF16), as measured
+// on the H200 (bench/RESULTS.md): Q5_K at one token (its fifth bits' extraction is shorter in
+// fp16's layout) and Q8_0 at 2-4 tokens (a byte permute per register instead of an int8 ->
+// fp32 -> bf16 conversion per value; at 8 the x staging's conversion costs more than that saves,
+// and one token gained under 2% at the price of a spill).
+bool qlinearXf16(uint32_t type, int tokens);
 
 // The embedding lookup over a table {H, V} of `type`.
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
@@ -81,7 +92,9 @@ QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int6
                             int64_t K, int64_t forceSplits = 0);
 
 // Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
-int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk);
+// xf16: the config's GLM_MV_XF16 (Q8_0 then stages x sums).
+int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
+                          bool xf16);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string qlinearSource(const QLinearConfig &cfg);
