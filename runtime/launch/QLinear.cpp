@@ -5,6 +5,37 @@
 
 namespace glm5rt::launch {
 
+int64_t qlinearSplits(const QLinearParams &p, int smCount, int64_t tiles, int64_t kSteps) {
+  // The busiest SM's load for s splits: ceil(CTAs / SMs) CTAs, each of ceil(kSteps / s) steps
+  // plus an overhead worth two (ring prologue, x staging, partials and their fixup). Among the
+  // split counts that give every SM at least 7.5 warps (fewer leave the product latency-bound:
+  // q_a 6144 -> 2048 at 4 warps per SM 7-20% slower), the least load; ties to fewer splits, and
+  // only counts whose splits all have the same number of steps (a short last split idles its
+  // SM's share). Fitted on the H200 over every mma type, q_a / q_b / kv_a / o, one and eight
+  // tokens and 1-16 splits (bench/RESULTS.md 2026-11-30): the old rule (16 warps per SM) took 3
+  // splits for q_b, where 1 is 6-29% faster, 12 for q_a (8: 5-23%) and 6 for o, whose 288 CTAs
+  // load some SMs with three and others with two (4: up to 8%; Q4_K at eight tokens 43.5 ->
+  // 35.2 us with 5).
+  const int64_t sms = std::max(smCount, 1);
+  const int64_t warps = std::max(p.threads / 32, 1);
+  int64_t best = 0, bestLoad = 0;
+  bool bestFloor = false;
+  for (int64_t s = 1; s <= kSteps; ++s) {
+    const int64_t per = (kSteps + s - 1) / s;
+    if ((kSteps + per - 1) / per != s)
+      continue; // the same splits as a smaller s
+    const int64_t load = (tiles * s + sms - 1) / sms * (per + 2);
+    const bool floor = 2 * tiles * s * warps >= 15 * sms; // 7.5 warps per SM
+    // A count meeting the floor beats every one that does not; then the lower load.
+    if (best == 0 || (floor && !bestFloor) || (floor == bestFloor && load < bestLoad)) {
+      best = s;
+      bestLoad = load;
+      bestFloor = floor;
+    }
+  }
+  return std::max<int64_t>(best, 1);
+}
+
 QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
                         int64_t forceSplits) {
   QLinearGrid l;
@@ -21,12 +52,9 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
   }
   const int64_t tiles = (N + p.rowsPerCta - 1) / p.rowsPerCta;
   const int64_t kSteps = (K + kQLinearKStep - 1) / kQLinearKStep;
-  // Split K until the grid can keep 16 warps on every SM (4 CTAs of 128 threads): the product
-  // is bound by the bytes in flight, and a row tile's warps alone stream too few of them. Two
-  // waves (half of this) left o_proj and q_a at 20-45% of copy bandwidth on the H200.
-  const int64_t ctasPerSm = std::max<int64_t>(1, 512 / std::max(p.threads, 1));
-  const int64_t want = (ctasPerSm * smCount + tiles - 1) / tiles;
-  int64_t splits = std::clamp<int64_t>(forceSplits > 0 ? forceSplits : want, 1, kSteps);
+  int64_t splits = std::clamp<int64_t>(forceSplits > 0 ? forceSplits
+                                                       : qlinearSplits(p, smCount, tiles, kSteps),
+                                       1, kSteps);
   const int64_t perSplit = (kSteps + splits - 1) / splits * kQLinearKStep;
   splits = (K + perSplit - 1) / perSplit;
   l.gridX = static_cast<unsigned>(tiles);

@@ -38,8 +38,12 @@ struct QLinearGrid {
   int64_t counters = 0;       // decode, splits > 1: uint32 counters, zeroed once before first use
 };
 
-// y[T, N] = x[T, K] W^T on a device of `smCount` SMs (it sizes the decode split: about two
-// waves of CTAs). Embedding: one CTA per token. forceSplits > 0 asks for that many decode
+// Decode splits of K for `tiles` row tiles of kSteps 256-element steps on `smCount` SMs: the
+// least per-SM load that keeps at least 7.5 warps on every SM (see the definition).
+int64_t qlinearSplits(const QLinearParams &p, int smCount, int64_t tiles, int64_t kSteps);
+
+// y[T, N] = x[T, K] W^T on a device of `smCount` SMs (it sizes the decode split:
+// qlinearSplits). Embedding: one CTA per token. forceSplits > 0 asks for that many decode
 // splits instead (benchmarks; clamped to the K steps).
 QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
                         int64_t forceSplits = 0);

@@ -60,14 +60,14 @@ TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
   p.threads = 256;
   p.tokens = 1;
   p.rowsPerCta = 32;
-  // N = 512 rows make 16 CTAs; 188 SMs x 2 CTAs of 256 threads want 24: K = 6144 (24 steps)
-  // splits 24 ways.
+  // N = 512 rows make 16 CTAs of 8 warps; 7.5 warps on each of 188 SMs need 12 splits of K =
+  // 6144 (24 steps): 192 CTAs of 2 steps, at most 2 on an SM (24 splits: up to 3 CTAs of 1).
   QLinearGrid g = qlinearGrid(p, 188, 1, 512, 6144);
   EXPECT_EQ(g.gridX, 16u);
-  EXPECT_EQ(g.gridY, 24u);
-  EXPECT_EQ(g.splits, 24);
-  EXPECT_EQ(g.kPerSplit, 256);
-  EXPECT_EQ(g.workspaceBytes, 24 * 1 * 512 * 4);
+  EXPECT_EQ(g.gridY, 12u);
+  EXPECT_EQ(g.splits, 12);
+  EXPECT_EQ(g.kPerSplit, 2 * kQLinearKStep);
+  EXPECT_EQ(g.workspaceBytes, 12 * 1 * 512 * 4);
   EXPECT_EQ(g.counters, 16);
   // The output head (N = 154880) fills the GPU without a split.
   QLinearGrid head = qlinearGrid(p, 188, 1, 154880, 6144);
@@ -83,15 +83,21 @@ TEST(Launch, QLinearDecodeSplitsSmallOutputsOverK) {
   EXPECT_EQ(head3.workspaceBytes, 3 * 1 * 154880 * 4);
   EXPECT_EQ(head3.counters, 4840);
   EXPECT_EQ(qlinearGrid(p, 188, 1, 154880, 6144, 100).splits, 24);
-  // o_proj (16384 -> 6144) with 128-thread CTAs of 64 rows on the H200: 96 row tiles; enough
-  // splits for 4 CTAs per SM (528 / 96 -> 6 of 11 steps each, the last 9 of 64 steps).
+  // o_proj (16384 -> 6144) with 128-thread CTAs of 64 rows on the H200: 96 row tiles of 64
+  // steps. 3 splits are the fewest with 7.5 warps per SM but load an SM with 3 CTAs of 22
+  // steps; 4 splits: 3 of 16 (6 gave 288 CTAs, 3 of 11 steps on some SMs, 2 on others).
   QLinearParams p4 = p;
   p4.threads = 128;
   p4.rowsPerCta = 64;
   QLinearGrid o = qlinearGrid(p4, 132, 1, 6144, 16384);
   EXPECT_EQ(o.gridX, 96u);
-  EXPECT_EQ(o.splits, 6);
-  EXPECT_EQ(o.kPerSplit, 11 * kQLinearKStep);
+  EXPECT_EQ(o.splits, 4);
+  EXPECT_EQ(o.kPerSplit, 16 * kQLinearKStep);
+  // q_b (2048 -> 16384): 256 row tiles already put 7.8 warps on each SM: no split.
+  EXPECT_EQ(qlinearGrid(p4, 132, 1, 16384, 2048).splits, 1);
+  // kv_a (6144 -> 576): 9 tiles never reach the floor; the least load, 12 splits of 2 steps
+  // (108 CTAs, one per SM).
+  EXPECT_EQ(qlinearGrid(p4, 132, 1, 576, 6144).splits, 12);
   // A K that is not a whole number of steps: the last split is shorter, none is empty.
   QLinearGrid odd = qlinearGrid(p, 132, 1, 2048, 1000);
   EXPECT_EQ(odd.kPerSplit % kQLinearKStep, 0);
