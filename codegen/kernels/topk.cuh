@@ -1293,58 +1293,117 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   }
 }
 
-// The ordered emit of a segment of at most GLM_TK_CL_RUN keys per thread, thread t taking keys
-// [GLM_TK_CL_RUN t, GLM_TK_CL_RUN (t + 1)): its (greater, equal) counts against kth, one
-// block-wide exclusive scan of them (packed 16 bits each: a segment has fewer than 2^16 keys),
-// then its selected positions in order -- no per-key votes, one scan instead of a count pass,
-// its barrier and a second walk. misc[2], misc[3]: the counts of the row before the segment,
-// complete after the scan's first barrier. s_off: the row position of key 0.
+// The ordered emit of a segment of at most S GLM_TK_CL_RUN keys per thread (S = 1, 2 or 4) in
+// S sub-segments of GLM_TK_CL_RUN keys per thread: thread t's run i is keys [8 (i T + t),
+// 8 (i T + t) + 8), T = GLM_TOPK_THREADS (runs of consecutive threads 32 bytes apart: their
+// 16-byte loads conflict at most two ways). Each run's (greater, equal) counts against kth, S
+// block-wide exclusive scans of them behind one barrier (packed 16 bits each: a sub-segment has
+// fewer than 2^16 keys) with the sub-segments' totals, then each run's selected positions in
+// order, its keys read again from shared memory -- no per-key votes, one barrier instead of a
+// count pass, its barrier and a second walk. misc[2], misc[3]: the counts of the row before the
+// segment, complete after the scans' barrier. s_off: the row position of key 0. (Segments of
+// more than 8 keys per thread -- rows past 32K positions in clusters of 8 -- took the per-warp
+// vote emit until this took S: 1 x 128K top-k 18.8 -> 17.6 us on the H200.)
 #define GLM_TK_CL_RUN 8
+template <int S>
 __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, uint32_t kth,
                                                 uint32_t need, uint32_t *scratch,
                                                 const uint32_t *misc, int32_t *out,
                                                 int32_t *sout, const int32_t *bt, int s_off) {
-  static_assert(GLM_TK_CL_RUN == 8, "two 16-byte loads per thread");
-  const int i0 = GLM_TK_CL_RUN * static_cast<int>(threadIdx.x);
+  static_assert(GLM_TK_CL_RUN == 8, "two 16-byte loads per run");
+  static_assert((S == 1 || S == 2 || S == 4) && GLM_TK_CL_RUN * GLM_TOPK_THREADS < 65536 &&
+                    S * GLM_TK_WARPS <= GLM_TK_MISC && GLM_TK_WARPS <= 32,
+                "16-bit counts; the scans' warp totals below misc");
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  auto start = [](int i) {
+    return GLM_TK_CL_RUN * (i * GLM_TOPK_THREADS + static_cast<int>(threadIdx.x));
+  };
   // keys has room for len rounded up to 4: a 16-byte load that starts below len stays inside.
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  const uint4 a = i0 < len ? *reinterpret_cast<const uint4 *>(keys + i0) : zero;
-  const uint4 b = i0 + 4 < len ? *reinterpret_cast<const uint4 *>(keys + i0 + 4) : zero;
-  const uint32_t key[GLM_TK_CL_RUN] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  // The run's page entries (its positions span at most two pages when GLM_PAGE >= 8), loaded
-  // before the scan so their latency overlaps it.
-  const int first = s_off + i0, last = s_off + min(i0 + GLM_TK_CL_RUN, len) - 1;
-  int32_t page0 = 0, page1 = 0;
-  if (GLM_PAGE >= GLM_TK_CL_RUN && sout != nullptr && i0 < len) {
-    page0 = bt[static_cast<unsigned>(first) / GLM_PAGE];
-    page1 = bt[static_cast<unsigned>(last) / GLM_PAGE];
-  }
-  uint32_t g = 0, e = 0;
-#pragma unroll
-  for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
-    g += i0 + u < len && key[u] > kth;
-    e += i0 + u < len && key[u] == kth;
-  }
-  const uint32_t ex = glm_tk_exscan<true>(g | e << 16, scratch);
-  uint32_t gx = misc[2] + (ex & 0xffffu), eqx = misc[3] + (ex >> 16);
-#pragma unroll
-  for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
-    if (i0 + u >= len)
-      break;
-    const bool gt = key[u] > kth, eq = key[u] == kth;
-    if (gt || (eq && eqx < need)) {
-      const uint32_t o = gx + min(eqx, need);
-      const int s = first + u;
-      out[o] = s;
-      if (sout != nullptr) {
-        const unsigned page = static_cast<unsigned>(s) / GLM_PAGE;
-        const int32_t entry = page == static_cast<unsigned>(first) / GLM_PAGE ? page0 : page1;
-        sout[o] = GLM_PAGE >= GLM_TK_CL_RUN ? entry * GLM_PAGE + static_cast<unsigned>(s) % GLM_PAGE
-                                            : glm_tk_slot(bt, s);
-      }
+  auto load = [&](int i, uint32_t (&key)[GLM_TK_CL_RUN]) {
+    const int i0 = start(i);
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    const uint4 a = i0 < len ? *reinterpret_cast<const uint4 *>(keys + i0) : zero;
+    const uint4 b = i0 + 4 < len ? *reinterpret_cast<const uint4 *>(keys + i0 + 4) : zero;
+    key[0] = a.x, key[1] = a.y, key[2] = a.z, key[3] = a.w;
+    key[4] = b.x, key[5] = b.y, key[6] = b.z, key[7] = b.w;
+  };
+  // A run's page entries (its positions span at most two pages when GLM_PAGE >= 8): the first
+  // run's loaded before the scans, each next one's before the run ahead of it is emitted, so
+  // their latency overlaps work (all S runs' entries held at once spilled at 64 registers).
+  auto pages = [&](int i, int32_t &p0, int32_t &p1) {
+    const int i0 = start(i);
+    p0 = p1 = 0;
+    if (GLM_PAGE >= GLM_TK_CL_RUN && sout != nullptr && i0 < len) {
+      p0 = bt[static_cast<unsigned>(s_off + i0) / GLM_PAGE];
+      p1 = bt[static_cast<unsigned>(s_off + min(i0 + GLM_TK_CL_RUN, len) - 1) / GLM_PAGE];
     }
-    gx += gt;
-    eqx += eq;
+  };
+  int32_t page0, page1;
+  pages(0, page0, page1);
+  // Run i's packed (greater, equal) counts and their inclusive scan over the warp; computed
+  // again after the barrier rather than held across it (64 registers as sm_90 code).
+  auto scan = [&](int i, const uint32_t (&key)[GLM_TK_CL_RUN], uint32_t &c) {
+    const int i0 = start(i);
+    uint32_t g = 0, e = 0;
+#pragma unroll
+    for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
+      g += i0 + u < len && key[u] > kth;
+      e += i0 + u < len && key[u] == kth;
+    }
+    c = g | e << 16;
+    uint32_t x = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o)
+        x += y;
+    }
+    return x;
+  };
+#pragma unroll 1
+  for (int i = 0; i < S; ++i) {
+    uint32_t key[GLM_TK_CL_RUN], c;
+    load(i, key);
+    const uint32_t x = scan(i, key, c);
+    if (lane == 31)
+      scratch[i * GLM_TK_WARPS + warp] = x;
+  }
+  __syncthreads();
+  uint32_t gB = misc[2], eB = misc[3]; // before run i's sub-segment
+#pragma unroll 1
+  for (int i = 0; i < S; ++i) {
+    const uint32_t w = lane < GLM_TK_WARPS ? scratch[i * GLM_TK_WARPS + lane] : 0u;
+    uint32_t key[GLM_TK_CL_RUN], c;
+    load(i, key);
+    const uint32_t ex = __reduce_add_sync(0xffffffffu, lane < warp ? w : 0u) + scan(i, key, c) - c;
+    const uint32_t tot = __reduce_add_sync(0xffffffffu, w);
+    uint32_t gx = gB + (ex & 0xffffu), eqx = eB + (ex >> 16);
+    gB += tot & 0xffffu;
+    eB += tot >> 16;
+    const int32_t p0 = page0, p1 = page1;
+    if (i + 1 < S)
+      pages(i + 1, page0, page1);
+    const int i0 = start(i), first = s_off + i0;
+#pragma unroll
+    for (int u = 0; u < GLM_TK_CL_RUN; ++u) {
+      if (i0 + u >= len)
+        break;
+      const bool gt = key[u] > kth, eq = key[u] == kth;
+      if (gt || (eq && eqx < need)) {
+        const uint32_t o = gx + min(eqx, need);
+        const int s = first + u;
+        out[o] = s;
+        if (sout != nullptr) {
+          const unsigned page = static_cast<unsigned>(s) / GLM_PAGE;
+          const int32_t entry = page == static_cast<unsigned>(first) / GLM_PAGE ? p0 : p1;
+          sout[o] = GLM_PAGE >= GLM_TK_CL_RUN
+                        ? entry * GLM_PAGE + static_cast<unsigned>(s) % GLM_PAGE
+                        : glm_tk_slot(bt, s);
+        }
+      }
+      gx += gt;
+      eqx += eq;
+    }
   }
 }
 
@@ -1533,10 +1592,16 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     need = remaining;
   }
 
-  // The gathered finish knows the lower-ranked CTAs' counts already: a segment of at most
-  // GLM_TK_CL_RUN keys per thread takes the run emit.
-  if (gathered && len <= GLM_TK_CL_RUN * GLM_TOPK_THREADS) {
-    glm_tk_run_emit(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+  // The gathered finish knows the lower-ranked CTAs' counts already: a segment of at most 4
+  // runs of GLM_TK_CL_RUN keys per thread takes the run emit.
+  constexpr int kRun = GLM_TK_CL_RUN * GLM_TOPK_THREADS;
+  if (gathered && len <= 4 * kRun) {
+    if (len <= kRun)
+      glm_tk_run_emit<1>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+    else if (len <= 2 * kRun)
+      glm_tk_run_emit<2>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+    else
+      glm_tk_run_emit<4>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
     GLM_TK_STAMP(2, 5);
     glm_cluster_wait();
     return;

@@ -419,6 +419,7 @@ GPU_TEST(indexer_decode) {
                  {4, 5000, 0, {4999, 3999, 2999, 1999}},
                  {4, 5000, 1, {4999, 3999, 2999, 1999}},
                  {1, 40000, 0, {39999}},
+                 {2, 30000, 0, {29999, 21000}},
                  {4, 40000, 0, {39999, 31999, 23999, 15999}},
                  {3, 3000, 3, {5000, -1, 0}}};
     for (const Case &c : cases) {
@@ -500,7 +501,9 @@ GPU_TEST(indexer_topk_synthetic) {
   GPU_TRY(tk, buildTopK(ctx));
   if (ctx.compileOnly)
     return;
-  for (int L : {3000, 40000, 270000}) { // 270000: past the collect bitmap (bitonic sort)
+  // 30000 and 40000: topk_cluster's run emit of 32 and 16 keys per thread (clusters of 2 and
+  // 8), or its per-warp emit (ties); 270000: past the collect bitmap (bitonic sort).
+  for (int L : {3000, 30000, 40000, 270000}) {
     Problem p;
     p.T = p.seqs = 6;
     p.nCols = L;
