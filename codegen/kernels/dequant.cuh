@@ -447,14 +447,14 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 #define GLM_BF16_128 0x43004300u
 
 // GLM_MV_XF16 (Q4_K, Q5_K, Q8_0): x is staged as fp16 and the quants enter the mma as fp16.
-// 4-bit quants: fp16's
-// 10-bit mantissa holds a nibble at bits 0..3 or 4..7 under 1024's exponent (ulp 1): one
-// LOP3 makes (1024 + q) of a low nibble and (1024 + 16 q) of a high one in place, so a word's
-// eight nibbles take one shift (bytes 1 and 3) instead of three (as bf16, with 7 mantissa bits,
-// every nibble has to be shifted to bits 0..3). A high-nibble group's scale carries the 1/16:
-// d (q) = (d / 16) (16 q), and both offsets are then 1024 times the scale. fp16 x is exact for
-// bf16 values of magnitude 2^-14 .. 65504; the decode CTA scales a chunk by a power of two when
-// it holds larger ones (glm_stage_x), and the x sums are taken from the fp16 values themselves.
+// 4-bit quants: fp16's 10-bit mantissa holds a nibble at bits 0..3 or 4..7 under 1024's exponent
+// (ulp 1): one LOP3 makes (1024 + q) of a low nibble and (1024 + 16 q) of a high one in place, so
+// a word's eight nibbles take one shift (bytes 1 and 3) instead of three (as bf16, with 7
+// mantissa bits, every nibble has to be shifted to bits 0..3). A high-nibble group's scale
+// carries the 1/16: d (q) = (d / 16) (16 q), and both offsets are then 1024 times the scale.
+// fp16 x is exact for bf16 values of magnitude 2^-14 .. 65504; the decode CTA scales a chunk by a
+// power of two when it holds larger ones (glm_stage_x), and the x sums are taken from the fp16
+// values themselves.
 // Q8_0: the biased byte q + 128 under 1024 (1152 + q, exact; bf16's 8 bits hold no such range),
 // one byte permute per register instead of three instructions per value.
 // The registry's rule (qlinearXf16): Q5_K with one token, where it measured 4.5% faster on the

@@ -197,18 +197,24 @@ __device__ __forceinline__ void glm_tk_append(int32_t *dst, uint32_t *counter, i
     dst[at + __popc(bm & ((1u << lane) - 1u))] = v;
 }
 
+// Inclusive prefix sum over the warp in lane order (every lane calls it).
+__device__ __forceinline__ uint32_t glm_tk_warp_inscan(uint32_t x) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o)
+      x += y;
+  }
+  return x;
+}
+
 // Exclusive prefix sum over the block in thread order; ends with a barrier (scratch reusable)
 // unless kLast (the block's last use of scratch).
 template <bool kLast = false>
 __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  uint32_t x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o)
-      x += y;
-  }
+  const uint32_t x = glm_tk_warp_inscan(v);
   if (lane == 31)
     scratch[warp] = x;
   __syncthreads();
@@ -1351,14 +1357,7 @@ __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, u
       e += i0 + u < len && key[u] == kth;
     }
     c = g | e << 16;
-    uint32_t x = c;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
-      if (lane >= o)
-        x += y;
-    }
-    return x;
+    return glm_tk_warp_inscan(c);
   };
 #pragma unroll 1
   for (int i = 0; i < S; ++i) {
