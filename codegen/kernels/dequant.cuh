@@ -44,16 +44,10 @@ typedef unsigned char glm_u8;
 #ifndef GLM_WTYPE
 #error "GLM_WTYPE (the ggml type id of the weight) must be defined"
 #endif
-// GLM_MV_XF16: the mma decode step takes x as fp16 (see glm_mv_mma). The registry always sets it
-// (QLinearConfig::xf16); this default is its rule, for instantiations made by hand.
+// GLM_MV_XF16: the mma decode step takes x as fp16 (see glm_mv_mma). The registry sets it for
+// every mma decode instantiation (QLinearConfig::xf16, its rule qlinearXf16); otherwise bf16.
 #ifndef GLM_MV_XF16
-#if defined(GLM_TOKENS) && !GLM_ACT_F32
-#define GLM_MV_XF16                                                                                \
-  ((GLM_WTYPE == GLM_T_Q5_K && GLM_TOKENS == 1) ||                                                 \
-   (GLM_WTYPE == GLM_T_Q8_0 && GLM_TOKENS > 1 && GLM_TOKENS <= 4))
-#else
 #define GLM_MV_XF16 0
-#endif
 #endif
 
 // GLM_QK: elements per block; GLM_QBYTES: bytes per block (plain types: a 32-element "block").

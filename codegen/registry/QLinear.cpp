@@ -19,14 +19,15 @@ struct TypeInfo {
   bool mmaStep;   // dequant.cuh has a glm_mv_step for it
   int xsumGran;   // elements per x-sum group of that step (0: none)
   bool aligned16; // a row's 256-element steps stay 16-byte aligned
+  int xf16Gran;   // x-sum group of the step with fp16 x (GLM_MV_XF16); -1: no such step
 };
 
 // ggml's block facts for the handled types (as runtime/gguf/ggml_types.cpp states them).
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4, false, 0, true},       {1, "F16", 1, 2, false, 0, true},
-    {30, "BF16", 1, 2, true, 0, true},      {2, "Q4_0", 32, 18, true, 32, false},
-    {8, "Q8_0", 32, 34, true, 0, false},    {12, "Q4_K", 256, 144, true, 32, true},
-    {13, "Q5_K", 256, 176, true, 32, true}, {14, "Q6_K", 256, 210, true, 16, false},
+    {0, "F32", 1, 4, false, 0, true, -1},       {1, "F16", 1, 2, false, 0, true, -1},
+    {30, "BF16", 1, 2, true, 0, true, -1},      {2, "Q4_0", 32, 18, true, 32, false, -1},
+    {8, "Q8_0", 32, 34, true, 0, false, 32},    {12, "Q4_K", 256, 144, true, 32, true, 32},
+    {13, "Q5_K", 256, 176, true, 32, true, 32}, {14, "Q6_K", 256, 210, true, 16, false, -1},
 };
 
 const TypeInfo *findType(uint32_t id) {
@@ -61,7 +62,7 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kBf16 = 30;                        // ggml type id of BF16
+constexpr uint32_t kBf16 = 30, kQ8_0 = 8, kQ5_K = 13;  // ggml type ids
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -127,7 +128,7 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K) {
 }
 
 bool qlinearXf16(uint32_t type, int tokens) {
-  return (type == 13 && tokens == 1) || (type == 8 && tokens > 1 && tokens <= 4); // Q5_K, Q8_0
+  return (type == kQ5_K && tokens == 1) || (type == kQ8_0 && tokens > 1 && tokens <= 4);
 }
 
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
@@ -144,8 +145,8 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
-  // Q8_0 (type 8) with fp16 quants folds their offset with 32-element x sums.
-  const int gran = t->id == 8 && xf16 ? 32 : t->xsumGran;
+  // Q8_0's fp16 quants fold their offset with x sums, which its bf16 step has none of.
+  const int gran = xf16 && t->xf16Gran >= 0 ? t->xf16Gran : t->xsumGran;
   const int64_t xsum = gran ? int64_t(kChunk) / gran * 8 * 4 : 0;
   return xs + xsum + int64_t(warps) * stages * 16 * slot;
 }
@@ -281,7 +282,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
   const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens) : xf16 != 0;
-  if (x16 && type != 8 && type != 12 && type != 13)
+  if (x16 && findType(type)->xf16Gran < 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());
   const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16);
