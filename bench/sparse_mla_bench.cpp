@@ -15,7 +15,7 @@
 // per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
 // so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
 // an H200's 228 KB would take. --splits/--cluster time one split count and cluster
-// size only (profiling); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row
+// size only (profiling; --cluster 0: the spread merge, see sparse_mla_decode.cuh); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row
 // entries) instead of the registry's first fit (tuning kSparseMlaTiles); --no-gather times every
 // shape with all slots masked (no row loaded, every product computed: the kernel's work without its
 // memory traffic);
@@ -28,7 +28,8 @@
 // --pdl launches every call overlapped with the one before it (programmatic dependent launch),
 // as the cuda backend launches kernels: the graph's calls then overlap launch and drain.
 // The sweep otherwise tries each power-of-two split count with every cluster size up to the
-// largest that divides it.
+// largest that divides it, and the spread merge where the grid is resident at once. In the
+// trace, a spread merge's "cluster merge" phase is its group barrier.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -175,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(256) gather_probe(const uint4 *__re
 
 // One problem instance on the device: inputs, partial buffers, outputs.
 struct Problem {
-  int B = 0, H = 0, ctx = 0, splits = 0, cluster = 1;
+  int B = 0, H = 0, ctx = 0, splits = 0, cluster = 1; // cluster 0: the spread merge
   std::vector<uint16_t> q = {}, kv = {};
   std::vector<int32_t> idx = {};
   cu::DevicePtr dq = 0, dqr = 0, dkv = 0, didx = 0, dopart = 0, dlpart = 0, dout = 0, dlse = 0;
@@ -251,16 +252,16 @@ void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   perSplit = (perSplit + k.cfg.tileN - 1) / k.cfg.tileN * k.cfg.tileN;
   int slots = p.B * p.ctx;
   float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
-  void *args[] = {&p.dq,   &p.dqr,    &p.dkv, &p.didx, &p.dopart, &p.dlpart, &p.dout,
-                  &p.dlse, &p.dcount, &p.H,   &slots,  &p.splits, &perSplit, &scaleLog2};
+  int spread = p.cluster == 0 ? 1 : 0;
+  const unsigned cluster = static_cast<unsigned>(std::max(p.cluster, 1));
+  void *args[] = {&p.dq,     &p.dqr, &p.dkv,   &p.didx,   &p.dopart,  &p.dlpart, &p.dout, &p.dlse,
+                  &p.dcount, &p.H,   &slots,   &p.splits, &perSplit, &scaleLog2, &spread};
   if (gPdl) // as the cuda backend launches it: overlapped with the kernel before it
-    CHECK_OK(drv.launchOverlapped(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
-                                  static_cast<unsigned>(p.cluster),
+    CHECK_OK(drv.launchOverlapped(k.decode, groups * p.splits, p.B, 1, k.cfg.threads, cluster,
                                   static_cast<unsigned>(k.launchSmem), s, args,
                                   "sparse_mla_decode"));
   else
-    CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads,
-                                 static_cast<unsigned>(p.cluster),
+    CHECK_OK(drv.launchClustered(k.decode, groups * p.splits, p.B, 1, k.cfg.threads, cluster,
                                  static_cast<unsigned>(k.launchSmem), s, args,
                                  "sparse_mla_decode"));
 }
@@ -395,7 +396,7 @@ void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s
 int main(int argc, char **argv) {
   bool checkOnly = false, sweep = true, sm120Occupancy = false, skipChecks = false,
        noGather = false, probe = false, trace = false;
-  int forcedSplits = 0, forcedCluster = 0;
+  int forcedSplits = 0, forcedCluster = -1; // --cluster 0: the spread merge
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
                            minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"16"};
@@ -571,7 +572,10 @@ int main(int argc, char **argv) {
                 double kvBytes = double(B) * ctx * 1152;
                 int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
                 const int64_t groups = int64_t(B) * ((H + k.cfg.heads - 1) / k.cfg.heads);
-                const int chosenCluster = glm5rt::launch::sparseMlaCluster(chosen, groups);
+                const bool chosenSpread = glm5rt::launch::sparseMlaSpread(
+                    chosen, groups, k.cfg.ctasPerSm, drv.info().smCount);
+                const int chosenCluster =
+                    chosenSpread ? 0 : glm5rt::launch::sparseMlaCluster(chosen, groups);
                 std::vector<Problem> ps(sets, Problem{B, H, ctx, chosen, chosenCluster});
                 for (int s = 0; s < sets; ++s) {
                   makeProblem(drv, ps[s], 1000 + s, false);
@@ -594,7 +598,7 @@ int main(int argc, char **argv) {
                 std::vector<std::pair<int, int>> cands; // (splits, cluster)
                 if (forcedSplits > 0)
                   cands.push_back(
-                      {forcedSplits, forcedCluster > 0
+                      {forcedSplits, forcedCluster >= 0
                                          ? forcedCluster
                                          : glm5rt::launch::sparseMlaCluster(forcedSplits, 1)});
                 else
@@ -602,8 +606,12 @@ int main(int argc, char **argv) {
                 for (int sp = 1; forcedSplits == 0 && sweep && sp <= topk / k.cfg.tileN; sp *= 2) {
                   if (double(B) * H * sp * 2048 * sets > 1e9)
                     continue;
-                  // every cluster size up to the largest that divides sp
-                  for (int cl = glm5rt::launch::sparseMlaCluster(sp, 1); cl >= 1; cl /= 2)
+                  // every cluster size up to the largest that divides sp, and the spread
+                  // merge (0) where the grid is resident at once
+                  const bool oneWave =
+                      sp > 1 && groups * sp <= int64_t(k.cfg.ctasPerSm) * drv.info().smCount;
+                  for (int cl = glm5rt::launch::sparseMlaCluster(sp, 1); cl >= (oneWave ? 0 : 1);
+                       cl = cl > 1 ? cl / 2 : cl - 1)
                     if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) ==
                         cands.end())
                       cands.push_back({sp, cl});

@@ -13,10 +13,13 @@
 // partial results through distributed shared memory, each CTA one 512 / C column chunk; with
 // more than one cluster per group, each chunk's last CTA to finish -- an atomic counter per
 // (request, head group, chunk) says which -- merges that chunk over the clusters' partials in
-// global memory. The merging CTA writes the bf16 latent output (the next product's operand) and
-// the fp32 log-sum-exp.
+// global memory. Without clusters, when the whole grid is resident at once, the spread merge
+// instead has a group's CTAs meet at a barrier and each merge a share of the columns over every
+// split's partial (glm_mla_spread_merge). The merging CTA writes the bf16 latent output (the
+// next product's operand) and the fp32 log-sum-exp.
 // Invariant: every counter is 0 when a launch starts (zeroed once at allocation; the merging CTA
-// resets its chunk's counter, all of whose CTAs have arrived by then), so CUDA-graph replays work.
+// resets its chunk's counter, all of whose CTAs have arrived by then; the spread merge's last
+// departure resets its group's), so CUDA-graph replays work.
 //
 // Warp roles (GLM_WARPS warps; 8 give SM120, where one CTA fills an SM's shared memory, two
 // warps per scheduler): for S, the warps form GLM_S_GROUPS token groups x 4 parts of the 576
@@ -233,6 +236,112 @@ __device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float
   acc.w += w * v.w;
 }
 
+// The spread merge (kernel argument spread_merge; no clusters, several splits): the runtime
+// passes it only when the whole grid is resident at once (launch::sparseMlaSpread: at most the
+// device's CTAs per SM times its SMs), so a group's CTAs can wait for each other. Each CTA has
+// written its normalized partial (o_part / lse_part, partial `split` of its row); they meet at a
+// group barrier, then CTA `split` merges items [split per, (split + 1) per) of the group's
+// rows x 128 four-column items over all the partials: one L2 round trip per CTA instead of a
+// cluster merge followed by one CTA per chunk merging every cluster's partial.
+// The barrier is the group's merge counter (the one stage 2 would use: one per row and group
+// without clusters), 0 when the launch starts: each CTA arrives (+1, release: its partial is
+// published), waits until all `splits` have, then departs (+1 again); the last departure -- no
+// CTA still waits by then -- resets it to 0 for the next launch or graph replay. The departure's
+// reply is only needed at the end, so its round trip overlaps the merge.
+// Within a CTA, `lanes` threads (a power of two, at most a warp) share an item: lane j takes
+// partials j, j + lanes, ..., 8 in flight at a time with a running maximum, then the lanes
+// combine (maximum, weight sum, columns) by butterfly shuffles. The item loop runs whole warps
+// (an item past the end carries an empty state), so every shuffle has all its lanes.
+__device__ __forceinline__ void glm_mla_merge_combine(float mo, float so, const float4 &ao,
+                                                      float &mx, float &sum, float4 &acc) {
+  const float kNegInf = -__int_as_float(0x7f800000);
+  const float m = fmaxf(mx, mo);
+  const float a = mx == kNegInf ? 0.f : glm_exp2(mx - m);
+  const float c = mo == kNegInf ? 0.f : glm_exp2(mo - m);
+  sum = sum * a + so * c;
+  acc = make_float4(acc.x * a + ao.x * c, acc.y * a + ao.y * c, acc.z * a + ao.z * c,
+                    acc.w * a + ao.w * c);
+  mx = m;
+}
+
+// The group barrier's arrival and wait (the departure follows it in the kernel). A barrier
+// that never completes would hang the process: after 2^24 polls (seconds) it traps instead,
+// which the host reports as a failed launch. Both spread-merge functions are calls, not inlined:
+// inlined, they changed the register allocation of the whole kernel, and shapes that never take
+// this path ran up to 2% slower (64 heads x 128 rows 245.9 -> 250.8 us; bench/RESULTS.md).
+__device__ __noinline__ void glm_mla_group_barrier(unsigned *count, int splits, int tid) {
+  __syncthreads(); // every thread's partial stores before thread 0's arrival
+  if (tid == 0) {
+    glm_red_add_release_gpu(count, 1u);
+    for (unsigned polls = 0; glm_ld_acquire_gpu(count) < static_cast<unsigned>(splits);)
+      if (++polls == (1u << 24))
+        __trap();
+  }
+  __syncthreads(); // thread 0's acquire orders every thread's reads after it
+}
+
+__device__ __noinline__ void glm_mla_spread_merge(const float *o_part, const float *lse_part,
+                                                     glm_bf16 *out, float *lse, int b, int head0,
+                                                     int rows, int num_heads, int split,
+                                                     int splits, int tid) {
+  const float kNegInf = -__int_as_float(0x7f800000);
+  const int total = rows * (GLM_D_LATENT / 4), per = (total + splits - 1) / splits;
+  int lanes = 32;
+  while (lanes > 1 && lanes * per > GLM_THREADS)
+    lanes /= 2;
+  const int li = tid & (lanes - 1), slot = tid / lanes, nslots = GLM_THREADS / lanes;
+  for (int k0 = 0; k0 < per; k0 += nslots) {
+    const int k = k0 + slot, it = split * per + k;
+    const bool valid = k < per && it < total;
+    const int row = valid ? it / (GLM_D_LATENT / 4) : 0, col = 4 * (it % (GLM_D_LATENT / 4));
+    const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
+    const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * splits * GLM_D_LATENT + col);
+    const float *lp = lse_part + bh * splits;
+    float mx = kNegInf, sum = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c0 = li; valid && c0 < splits; c0 += 8 * lanes) {
+      float l[8];
+      float4 v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const bool in = c0 + j * lanes < splits;
+        l[j] = in ? __ldcg(lp + c0 + j * lanes) : kNegInf;
+        v[j] = in ? __ldcg(src + (c0 + j * lanes) * (GLM_D_LATENT / 4))
+                  : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      float m_new = mx;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        m_new = fmaxf(m_new, l[j]);
+      if (m_new == kNegInf)
+        continue; // every partial so far is empty
+      const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
+      sum *= a;
+      acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
+      mx = m_new;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        glm_mla_merge_add(l[j], mx, v[j], sum, acc);
+    }
+    for (int off = 1; off < lanes; off *= 2) {
+      const float mo = __shfl_xor_sync(0xffffffffu, mx, off);
+      const float so = __shfl_xor_sync(0xffffffffu, sum, off);
+      const float4 ao = make_float4(__shfl_xor_sync(0xffffffffu, acc.x, off),
+                                    __shfl_xor_sync(0xffffffffu, acc.y, off),
+                                    __shfl_xor_sync(0xffffffffu, acc.z, off),
+                                    __shfl_xor_sync(0xffffffffu, acc.w, off));
+      glm_mla_merge_combine(mo, so, ao, mx, sum, acc);
+    }
+    if (valid && li == 0) {
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
+          glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
+      if (col == 0)
+        lse[bh] = (sum > 0.f ? mx + log2f(sum) : kNegInf) * 0.6931471805599453f;
+    }
+  }
+}
+
 // Phase trace (profiling only, glm5c-bench-sparse-mla --trace; GLM_MLA_TRACE = the largest
 // grid traced): thread 0 of each CTA records clock64 at the kernel's phase boundaries, relative
 // to its start, and %globaltimer at its start and end; sparse_mla_trace_dump copies them out.
@@ -288,7 +397,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                       float *__restrict__ lse,             // [B, H], natural log
                       unsigned *__restrict__ counters,     // [B, head groups], 0 between launches
                       int num_heads, int num_slots, int splits, int tokens_per_split,
-                      float scale_log2) {                  // softmax scale * log2(e)
+                      float scale_log2,      // softmax scale * log2(e)
+                      int spread_merge) {    // 1: every CTA is resident at once (see the merge)
   glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   glm_bf16 *sq = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_Q);
@@ -969,6 +1079,21 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   GLM_TRACE_AT(7, glm_globaltimer());
   if (nclusters == 1)
     return;
+  if (spread_merge && csize == 1) {
+    unsigned *count =
+        counters + static_cast<long long>(b) * (gridDim.x / splits) + head0 / GLM_HEADS;
+    glm_mla_group_barrier(count, splits, tid);
+    GLM_TRACE(5); // the trace's "cluster merge" is the group barrier here
+    // The departure; its reply is only needed at the end.
+    const unsigned departed = tid == 0 ? glm_atomic_add_relaxed_gpu(count, 1u) : 0u;
+    glm_mla_spread_merge(o_part, lse_part, out, lse, b, head0, rows, num_heads, split, splits,
+                         tid);
+    if (tid == 0 && departed == static_cast<unsigned>(2 * splits - 1))
+      *count = 0; // every CTA of the group has passed the barrier
+    GLM_TRACE(6);
+    GLM_TRACE_AT(7, glm_globaltimer());
+    return;
+  }
 
   // Stage 2: the last CTA to arrive on chunk crank merges it over the clusters' partials, read
   // through L2 (__ldcg: other CTAs wrote them). The barrier orders every thread's partial stores

@@ -119,10 +119,14 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
                        (cfg->ctasPerSm == 1 ? " CTA per SM):" : " CTAs per SM):");
     for (int64_t batch : {1, 8, 32, 128}) {
       const int splits = sparseMlaDecodeSplits(*cfg, tiles, batch, heads);
-      const int cluster = glm5rt::launch::sparseMlaCluster(
-          splits, batch * ((heads + cfg->heads - 1) / cfg->heads));
+      const int64_t groups = batch * ((heads + cfg->heads - 1) / cfg->heads);
+      const bool spread =
+          glm5rt::launch::sparseMlaSpread(splits, groups, cfg->ctasPerSm, tiles.smCount);
+      const int cluster = glm5rt::launch::sparseMlaCluster(splits, groups);
       note += " B=" + std::to_string(batch) + " " + std::to_string(splits) +
-              (cluster > 1 ? " (clusters of " + std::to_string(cluster) + ")" : "") +
+              (spread        ? std::string(" (spread merge)")
+               : cluster > 1 ? " (clusters of " + std::to_string(cluster) + ")"
+                             : std::string()) +
               (batch == 128 ? "" : ",");
     }
     c.notes.push_back(note);

@@ -623,11 +623,11 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     grow(needs_.mlaCounters, g.countersBytes);
     GLM5_ASSIGN_OR_RETURN(Fn d, fn(s, part, "sparse_mla_decode"));
     DevicePtr op = mlaOPart_, lp = mlaLsePart_, ctr = mlaCounters_;
-    int splits = g.splits, per = g.tokensPerSplit;
+    int splits = g.splits, per = g.tokensPerSplit, spread = g.spread ? 1 : 0;
     float scaleLog2 = scale * 1.4426950408889634f;
     return goClustered(d, g.gridX, g.gridY, g.cluster, g.threads, g.smem,
                        {&ql, &qr, &kvl, &idx, &op, &lp, &o, &lse, &ctr, &heads, &ns, &splits, &per,
-                        &scaleLog2});
+                        &scaleLog2, &spread});
   }
   case pl::OpKind::MoERouter: {
     GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "moe_router"));

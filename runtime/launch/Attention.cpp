@@ -130,9 +130,11 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
   const int64_t maxSplits =
       std::max<int64_t>(1, std::min<int64_t>(kSparseMlaMaxSplits, p.topk / p.tileN));
   // Measured on the H200 by glm5c-bench-sparse-mla's split sweep (bench/RESULTS.md).
-  // Small batches (clustered, see sparseMlaCluster): the top-k range spread over about half the
-  // SMs, splits as short as one tile -- the clusters merge through distributed shared memory,
+  // One or two groups (clustered, see sparseMlaCluster): the top-k range spread over about half
+  // the SMs, splits as short as one tile -- the clusters merge through distributed shared memory,
   // so short splits cost little; at least 8 splits (one full cluster).
+  // Up to kSparseMlaSpreadGroups: about one CTA per SM (the spread merge; more splits than that
+  // measured slower: 16.1 against 14.3 us at 8 heads x 8 rows, 14.4 against 11.4 at 64 x 1).
   // Otherwise: one wave of the CTAs an SM holds (p.ctasPerSm; two waves of a device that holds
   // one per SM measured slower: 49.3 against 37.3 us at 8 heads x 32 rows), at most 16 splits
   // (their merge reads every partial).
@@ -141,6 +143,9 @@ int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t
     while (want * 2 <= std::max<int64_t>(smCount / 2 / groups, 1))
       want *= 2;
     want = std::max<int64_t>(want, kSparseMlaMaxCluster);
+  } else if (groups <= kSparseMlaSpreadGroups) {
+    while (want * 2 <= std::max<int64_t>(smCount / groups, 1))
+      want *= 2;
   } else {
     while (want * 2 <= ceilDiv(int64_t(std::max(p.ctasPerSm, 1)) * smCount, groups))
       want *= 2;
@@ -161,6 +166,15 @@ int sparseMlaCluster(int splits, int64_t groups, int maxCluster) {
   return c;
 }
 
+bool sparseMlaSpread(int splits, int64_t groups, int ctasPerSm, int smCount) {
+  // Measured on the H200 against the clustered merges at the same splits or the best of them
+  // (bench/RESULTS.md, 2026-11-30 "the spread merge"): 8 heads x 8 rows 15.4 -> 14.3 us, 16 x 8
+  // 16.8 -> 15.3, 64 x 1 12.0 -> 11.4, 64 x 8 29.8 -> 25.4, 16 x 32 37.6 -> 34.4; one group
+  // (7.3 against 7.9 at 8 x 1) and two splits (86.2 against 89.2 at 8 x 128) lose.
+  return groups > kSparseMlaClusterGroups && splits >= 4 &&
+         groups * splits <= int64_t(std::max(ctasPerSm, 1)) * smCount;
+}
+
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {
   SparseMlaGrid g;
   g.threads = static_cast<unsigned>(p.threads);
@@ -172,7 +186,10 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   }
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
   const int64_t groups = ceilDiv(heads, p.headsPerCta);
-  g.cluster = static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups, p.maxCluster));
+  g.spread = sparseMlaSpread(g.splits, rows * groups, p.ctasPerSm, smCount);
+  g.cluster = g.spread ? 1u
+                       : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups,
+                                                                p.maxCluster));
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
   g.gridX = static_cast<unsigned>(groups * g.splits);

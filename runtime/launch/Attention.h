@@ -118,6 +118,7 @@ struct SparseMlaParams {
 struct SparseMlaGrid {
   unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
   unsigned cluster = 1; // CTAs per cluster along x: 1, 2, 4 or 8, dividing splits
+  bool spread = false;  // the spread merge (kernel argument spread_merge; cluster 1): sparseMlaSpread
   int splits = 1, tokensPerSplit = 0;
   int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the clusters
   int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group, chunk), zeroed once
@@ -126,12 +127,22 @@ struct SparseMlaGrid {
 // heuristic takes (the kernel itself merges any number of clusters).
 constexpr int kSparseMlaMaxCluster = 8;
 constexpr int kSparseMlaMaxSplits = 64;
-// Clusters are used while (rows x head groups) is at most this: small batches.
-constexpr int64_t kSparseMlaClusterGroups = 8;
+// Clusters of up to 8 merge the splits while (rows x head groups) is at most this: one or two
+// requests of one head group.
+constexpr int64_t kSparseMlaClusterGroups = 2;
+// Up to this many groups the splits spread over about one CTA per SM (and merge spread, below).
+constexpr int64_t kSparseMlaSpreadGroups = 8;
 int sparseMlaSplits(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 // CTAs per cluster: the largest power of two that divides `splits` and is at most maxCluster and
 // kSparseMlaMaxCluster -- or 2 beyond kSparseMlaClusterGroups (rows x head groups).
 int sparseMlaCluster(int splits, int64_t groups, int maxCluster = kSparseMlaMaxCluster);
+// The spread merge (sparse_mla_decode.cuh): no cluster; each group's CTAs meet at a barrier in
+// global memory and each merges 1 / splits of the group's columns over every partial. A CTA
+// waits there for its group's others, so the whole grid (groups x splits) must be resident at
+// once: at most ctasPerSm x smCount, the device's own occupancy. Taken beyond
+// kSparseMlaClusterGroups at 4 or more splits (pairs of splits keep their cluster: the pair's
+// merge is the whole merge).
+bool sparseMlaSpread(int splits, int64_t groups, int ctasPerSm, int smCount);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 // Ops of at least kSparseMlaWideHeads heads carry a second bf16 kernel (the step's extra kernel
 // 1): 32 heads per CTA, two m16 tiles sharing every gathered row and K / V fragment. At one CTA

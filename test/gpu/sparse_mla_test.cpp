@@ -71,8 +71,26 @@ GPU_TEST(sparse_mla_decode) {
                  {4, 8, 8192, 8, 2},
                  // Several waves of CTAs under full load: a tile read before it landed shows.
                  {32, 8, 8192, 8, 1},
-                 {16, 16, 8192, 8, 8}};
+                 {16, 16, 8192, 8, 8},
+                 // Cluster 0: the spread merge (no cluster; the group's CTAs meet at a barrier
+                 // and each merges a share of the columns): one-tile splits, heads past
+                 // num_heads, empty splits (a short context), several groups and rows.
+                 {1, 8, 4096, 64, 0},
+                 {2, 20, 2048, 8, 0},
+                 {1, 8, 100, 3, 0},
+                 {3, 64, 8192, 4, 0},
+                 {1, 16, 8192, 32, 0}};
+    int ctasPerSm = 1;
+    Context::check(ctx.drv->occupancy(decode, cfg.threads, static_cast<size_t>(cfg.dynamicSmem),
+                                      &ctasPerSm));
     for (const Case &c : cases) {
+      const bool spread = c.cluster == 0;
+      const int cluster = spread ? 1 : c.cluster;
+      const int groups = (c.H + cfg.heads - 1) / cfg.heads;
+      // The spread merge needs the whole grid resident at once (the runtime's condition too).
+      if (spread && int64_t(groups) * c.B * c.splits >
+                        int64_t(std::max(ctasPerSm, 1)) * ctx.drv->info().smCount)
+        continue;
       Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
       std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
       std::vector<float> kv = fromBf16(toBf16(rng.vec(size_t(c.B) * c.ctx * D)));
@@ -95,25 +113,24 @@ GPU_TEST(sparse_mla_decode) {
       cu::DevicePtr lpart = ctx.alloc(size_t(c.B) * c.H * splits * 4);
       cu::DevicePtr out = ctx.alloc(size_t(c.B) * c.H * L * 2),
                     lse = ctx.alloc(size_t(c.B) * c.H * 4);
-      const int groups = (c.H + cfg.heads - 1) / cfg.heads;
-      const size_t numCounters = size_t(c.B) * groups * c.cluster;
+      const size_t numCounters = size_t(c.B) * groups * cluster; // per (row, group, chunk)
       cu::DevicePtr counters = ctx.upload(std::vector<uint32_t>(numCounters, 0));
-      int heads = c.H;
+      int heads = c.H, spreadArg = spread ? 1 : 0;
       for (int rep = 0; rep < 2; ++rep) {
         if (rep == 1) { // poison again (NaN): the second launch must write everything anew
           Context::check(ctx.drv->synchronize(ctx.stream));
           Context::check(ctx.drv->memsetD8(out, 0xff, size_t(c.B) * c.H * L * 2));
           Context::check(ctx.drv->memsetD8(lse, 0xff, size_t(c.B) * c.H * 4));
         }
-        ctx.launchClustered(decode, groups * splits, c.B, c.cluster, cfg.threads,
+        ctx.launchClustered(decode, groups * splits, c.B, cluster, cfg.threads,
                             static_cast<unsigned>(cfg.dynamicSmem), &dq, &dqr, &dkv, &didx, &opart,
                             &lpart, &out, &lse, &counters, &heads, &slots, &splits, &perSplit,
-                            &scaleLog2);
+                            &scaleLog2, &spreadArg);
       }
       for (uint32_t v : ctx.download<uint32_t>(counters, numCounters))
         if (v != 0) {
           report.fail("sparse_mla merge counters",
-                      "a counter is " + std::to_string(v) + " after the launch, not 0");
+                      "a counter is " + std::to_string(v) + " after the launches, not 0");
           break;
         }
       std::vector<float> gotO = fromBf16(ctx.download<uint16_t>(out, size_t(c.B) * c.H * L));
@@ -136,7 +153,8 @@ GPU_TEST(sparse_mla_decode) {
       }
       std::string what = cfg.variant + " B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) +
                          " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits) +
-                         " cluster=" + std::to_string(c.cluster);
+                         (spread ? std::string(" spread merge")
+                                 : " cluster=" + std::to_string(c.cluster));
       report.expectRelErr("sparse_mla out " + what, relErr(gotO, refO), 1e-2);
       report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
     }

@@ -410,17 +410,27 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(back->headsPerCta, 16);
   EXPECT_EQ(back->tileN, 64);
   EXPECT_EQ(back->topk, 2048);
-  // One request, 64 heads: 4 groups, a small batch -> clusters of 8; splits for about half the
-  // SMs: 132 / 2 / 4 = 16.5 -> 16 splits of 128 positions, two clusters per group.
+  // One request, 64 heads: 4 groups -> about one CTA per SM: 132 / 4 = 33 -> 32 splits of 64
+  // positions (one tile each), 128 CTAs that fit the device at once: the spread merge, no
+  // cluster, a partial per split and one barrier counter per group.
   SparseMlaGrid g = sparseMlaGrid(p, 132, 1, 64);
-  EXPECT_EQ(g.splits, 16);
-  EXPECT_EQ(g.cluster, 8u);
-  EXPECT_EQ(g.tokensPerSplit, 128);
-  EXPECT_EQ(g.gridX, 64u);
+  EXPECT_EQ(g.splits, 32);
+  EXPECT_TRUE(g.spread);
+  EXPECT_EQ(g.cluster, 1u);
+  EXPECT_EQ(g.tokensPerSplit, 64);
+  EXPECT_EQ(g.gridX, 128u);
   EXPECT_EQ(g.gridY, 1u);
-  EXPECT_EQ(g.countersBytes, 4 * 8 * 4); // a counter per (head group, chunk)
-  EXPECT_EQ(g.oPartBytes, 64 * 2 * 512 * 4); // one partial per cluster
-  EXPECT_EQ(g.lsePartBytes, 64 * 16 * 4);
+  EXPECT_EQ(g.countersBytes, 4 * 4);
+  EXPECT_EQ(g.oPartBytes, 64 * 32 * 512 * 4);
+  EXPECT_EQ(g.lsePartBytes, 64 * 32 * 4);
+  // One request of 16 heads: one group, clusters of 8; splits for about half the SMs (132 / 2 =
+  // 66 -> 64), at most one per tile: 32 splits, four clusters.
+  g = sparseMlaGrid(p, 132, 1, 16);
+  EXPECT_EQ(g.splits, 32);
+  EXPECT_FALSE(g.spread);
+  EXPECT_EQ(g.cluster, 8u);
+  EXPECT_EQ(g.countersBytes, 8 * 4); // a counter per chunk
+  EXPECT_EQ(g.oPartBytes, 16 * 4 * 512 * 4); // one partial per cluster
   // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles), a pair
   // cluster: it merges through distributed shared memory, no partials in global memory.
   g = sparseMlaGrid(p, 132, 128, 8);
@@ -429,6 +439,7 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(g.tokensPerSplit, 1024);
   EXPECT_EQ(g.gridX, 2u);
   EXPECT_EQ(g.gridY, 128u);
+  EXPECT_FALSE(g.spread); // two splits: the pair cluster's merge is the whole merge
   EXPECT_EQ(g.countersBytes, 128 * 2 * 4);
   EXPECT_EQ(g.oPartBytes, 0);
   EXPECT_EQ(g.lsePartBytes, 0);
@@ -440,14 +451,23 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   p32.tileN = 32;
   EXPECT_EQ(sparseMlaSplits(p32, 132, 1, 8), 64);
   EXPECT_EQ(sparseMlaSplits(p32, 188, 1, 8), 64);
-  EXPECT_EQ(sparseMlaSplits(p32, 132, 8, 8), 8);
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 2, 8), 32); // two groups: clusters, half the SMs
+  EXPECT_EQ(sparseMlaSplits(p32, 132, 8, 8), 16); // 8 groups: one CTA per SM
+  EXPECT_EQ(sparseMlaSplits(p32, 188, 8, 8), 16);
   EXPECT_EQ(sparseMlaSplits(p32, 132, 32, 8), 4); // one wave of one CTA per SM
   SparseMlaParams two = p32;
   two.ctasPerSm = 2;
   EXPECT_EQ(sparseMlaSplits(two, 132, 32, 8), 8); // one wave of two CTAs per SM
   EXPECT_EQ(sparseMlaSplits(p32, 132, 128, 64), 1);
   EXPECT_EQ(sparseMlaCluster(64, 1), 8);
-  EXPECT_EQ(sparseMlaCluster(12, 8), 4);
+  EXPECT_EQ(sparseMlaCluster(12, 2), 4);
+  EXPECT_EQ(sparseMlaCluster(12, 8), 2); // beyond two groups: pairs
+  // The spread merge: beyond two groups, at least 4 splits, the grid resident at once.
+  EXPECT_TRUE(sparseMlaSpread(16, 8, 1, 132));
+  EXPECT_TRUE(sparseMlaSpread(8, 32, 2, 132));   // 256 CTAs, two per SM
+  EXPECT_FALSE(sparseMlaSpread(8, 32, 1, 132));  // 256 CTAs, one per SM: not at once
+  EXPECT_FALSE(sparseMlaSpread(64, 1, 2, 132));  // one group: clusters of 8
+  EXPECT_FALSE(sparseMlaSpread(2, 128, 2, 132)); // two splits: a pair
   EXPECT_EQ(sparseMlaCluster(8, 32), 2); // many groups: pairs
   EXPECT_EQ(sparseMlaCluster(1, 128), 1);
   // The 32-heads-per-CTA kernel: one CTA per SM of the 16-head kernel, at least 32 heads, and
@@ -488,12 +508,22 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(g.cluster, 2u);
   EXPECT_EQ(g.oPartBytes, 8 * 32 * 512 * 4); // 32 clusters' partials per head
   EXPECT_EQ(g.countersBytes, 2 * 4);
-  // One cluster covers the whole range: no partials in global memory.
-  g = sparseMlaGrid(p32, 132, 8, 8);
+  // One cluster covers the whole range (8 splits, the fewest of two groups): no partials in
+  // global memory.
+  g = sparseMlaGrid(p32, 16, 2, 8);
   EXPECT_EQ(g.splits, 8);
   EXPECT_EQ(g.cluster, 8u);
   EXPECT_EQ(g.oPartBytes, 0);
   EXPECT_EQ(g.lsePartBytes, 0);
+  // Eight groups on a device of 100 SMs at one CTA per SM: 100 / 8 -> 8 splits, 64 CTAs at
+  // once: spread; on 40 SMs 4 splits, 32 CTAs.
+  g = sparseMlaGrid(p32, 100, 8, 8);
+  EXPECT_EQ(g.splits, 8);
+  EXPECT_TRUE(g.spread);
+  EXPECT_EQ(g.countersBytes, 8 * 4);
+  g = sparseMlaGrid(p32, 40, 8, 8);
+  EXPECT_EQ(g.splits, 4);
+  EXPECT_TRUE(g.spread);
   // The fp32 kernel: one CTA per (head, row), no splits.
   SparseMlaParams f;
   f.f32 = true;
