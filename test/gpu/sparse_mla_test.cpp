@@ -25,16 +25,23 @@ GPU_TEST(sparse_mla_decode) {
   GPU_TRY(selected, selectSparseMlaDecode(ctx.tiles, MlaShape{}));
   // Every layout: 16 heads per CTA (the registry's), 32 with 8 and 16 warps, 8; and, where the
   // tile target has it (SM120), the two-CTAs-per-SM form of 16 and 8 heads (one-tile ring; 16
-  // heads with Q from global memory).
+  // heads with Q from global memory). minCtas 1: the register budget of one CTA per SM, as
+  // SM120 code has it (16 and 8 heads then run S in two accumulator chains), whatever the
+  // device's arch.
   struct Layout {
     int heads, warps;
     bool twoPerSm;
-  } layouts[] = {{16, 8, false}, {32, 8, false}, {32, 16, false},
-                 {8, 8, false},  {16, 8, true},  {8, 8, true}};
+    int minCtas;
+  } layouts[] = {{16, 8, false, 0}, {32, 8, false, 0}, {32, 16, false, 0}, {8, 8, false, 0},
+                 {16, 8, true, 0},  {8, 8, true, 0},   {16, 8, false, 1},  {8, 8, false, 1}};
   for (const Layout &layout : layouts) {
     SparseMlaDecodeConfig base = selected;
     base.threads = 32 * layout.warps;
     SparseMlaDecodeConfig cfg = sparseMlaDecodeWithHeads(base, layout.heads, ctx.tiles);
+    if (layout.minCtas > 0) {
+      cfg.minCtas = layout.minCtas;
+      cfg.variant += "_m" + std::to_string(layout.minCtas);
+    }
     if (layout.twoPerSm) {
       const auto two = sparseMlaDecodeTwoPerSm(cfg, ctx.tiles);
       if (!two)
