@@ -236,6 +236,40 @@ __device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float
   acc.w += w * v.w;
 }
 
+// Partials first, first + step, ... (below count) of one four-column item merged into the running
+// (mx, sum, acc): partial p's lse at lse[p lse_stride], its columns at v[p (GLM_D_LATENT / 4)],
+// read through L2 (other CTAs wrote them), 8 partials' loads in flight at a time (all issued
+// before any is used), with a running maximum across the batches of 8.
+__device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigned lse_stride,
+                                                       const float4 *v, int first, int step,
+                                                       int count, float &mx, float &sum,
+                                                       float4 &acc) {
+  const float kNegInf = -__int_as_float(0x7f800000);
+  for (int p0 = first; p0 < count; p0 += 8 * step) {
+    float l[8];
+    float4 w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int p = p0 + j * step;
+      l[j] = p < count ? __ldcg(lse + p * lse_stride) : kNegInf; // unsigned: as the cluster size
+      w[j] = p < count ? __ldcg(v + p * (GLM_D_LATENT / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float m_new = mx;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      m_new = fmaxf(m_new, l[j]);
+    if (m_new == kNegInf)
+      continue;                           // every partial so far is empty
+    const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
+    sum *= a;
+    acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
+    mx = m_new;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      glm_mla_merge_add(l[j], mx, w[j], sum, acc);
+  }
+}
+
 // The spread merge (kernel argument spread_merge; no clusters, several splits): the runtime
 // passes it only when the whole grid is resident at once (launch::sparseMlaSpread: at most the
 // device's CTAs per SM times its SMs), so a group's CTAs can wait for each other. Each CTA has
@@ -281,9 +315,9 @@ __device__ __noinline__ void glm_mla_group_barrier(unsigned *count, int splits, 
 }
 
 __device__ __noinline__ void glm_mla_spread_merge(const float *o_part, const float *lse_part,
-                                                     glm_bf16 *out, float *lse, int b, int head0,
-                                                     int rows, int num_heads, int split,
-                                                     int splits, int tid) {
+                                                  glm_bf16 *out, float *lse, int b, int head0,
+                                                  int rows, int num_heads, int split, int splits,
+                                                  int tid) {
   const float kNegInf = -__int_as_float(0x7f800000);
   const int total = rows * (GLM_D_LATENT / 4), per = (total + splits - 1) / splits;
   int lanes = 32;
@@ -296,40 +330,16 @@ __device__ __noinline__ void glm_mla_spread_merge(const float *o_part, const flo
     const int row = valid ? it / (GLM_D_LATENT / 4) : 0, col = 4 * (it % (GLM_D_LATENT / 4));
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * splits * GLM_D_LATENT + col);
-    const float *lp = lse_part + bh * splits;
     float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int c0 = li; valid && c0 < splits; c0 += 8 * lanes) {
-      float l[8];
-      float4 v[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const bool in = c0 + j * lanes < splits;
-        l[j] = in ? __ldcg(lp + c0 + j * lanes) : kNegInf;
-        v[j] = in ? __ldcg(src + (c0 + j * lanes) * (GLM_D_LATENT / 4))
-                  : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      float m_new = mx;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        m_new = fmaxf(m_new, l[j]);
-      if (m_new == kNegInf)
-        continue; // every partial so far is empty
-      const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
-      sum *= a;
-      acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
-      mx = m_new;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        glm_mla_merge_add(l[j], mx, v[j], sum, acc);
-    }
+    glm_mla_merge_partials(lse_part + bh * splits, 1u, src, li, lanes, valid ? splits : 0, mx, sum,
+                           acc);
     for (int off = 1; off < lanes; off *= 2) {
       const float mo = __shfl_xor_sync(0xffffffffu, mx, off);
       const float so = __shfl_xor_sync(0xffffffffu, sum, off);
-      const float4 ao = make_float4(__shfl_xor_sync(0xffffffffu, acc.x, off),
-                                    __shfl_xor_sync(0xffffffffu, acc.y, off),
-                                    __shfl_xor_sync(0xffffffffu, acc.z, off),
-                                    __shfl_xor_sync(0xffffffffu, acc.w, off));
+      const float4 ao = make_float4(
+          __shfl_xor_sync(0xffffffffu, acc.x, off), __shfl_xor_sync(0xffffffffu, acc.y, off),
+          __shfl_xor_sync(0xffffffffu, acc.z, off), __shfl_xor_sync(0xffffffffu, acc.w, off));
       glm_mla_merge_combine(mo, so, ao, mx, sum, acc);
     }
     if (valid && li == 0) {
@@ -1114,9 +1124,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   __syncthreads();
   if (!is_last)
     return;
-  // Each thread merges 4 columns of one row over the clusters' partials, 8 clusters at a time
-  // (their lse and columns all loaded before any is used, so 16 loads are in flight), with a
-  // running maximum across the batches of 8.
+  // Each thread merges 4 columns of one row over the clusters' partials.
   for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
@@ -1125,29 +1133,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     const float *lp = lse_part + bh * nclusters * csize + crank;
     float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int c0 = 0; c0 < nclusters; c0 += 8) {
-      float l[8];
-      float4 v[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const bool in = c0 + j < nclusters;
-        l[j] = in ? __ldcg(lp + (c0 + j) * csize) : kNegInf;
-        v[j] = in ? __ldcg(src + (c0 + j) * (GLM_D_LATENT / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      float m_new = mx;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        m_new = fmaxf(m_new, l[j]);
-      if (m_new == kNegInf)
-        continue; // every partial so far is empty
-      const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
-      sum *= a;
-      acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
-      mx = m_new;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        glm_mla_merge_add(l[j], mx, v[j], sum, acc);
-    }
+    glm_mla_merge_partials(lp, csize, src, 0, 1, nclusters, mx, sum, acc);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
         glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
