@@ -108,6 +108,7 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
   b->useGraphs_ = o.graphs;
   b->overlap_ = o.overlap;
   b->mlaKernel_ = o.mlaKernel;
+  b->mlaSpread_ = o.mlaSpread;
   b->comm_ = p.ranks() > 1 ? o.comm : nullptr;
   b->rank_ = b->comm_ ? b->comm_->rank() : 0;
   GLM5_ASSIGN_OR_RETURN(b->drv_, Driver::get());
@@ -607,6 +608,7 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       }
       part = launch::sparseMlaPick(cands, sm, T, H, mlaKernel_);
       mp = ps[static_cast<size_t>(part)];
+      mp.spreadMerge = mlaSpread_;
     }
     launch::SparseMlaGrid g = launch::sparseMlaGrid(mp, sm, T, H);
     DevicePtr ql = ptr(in(0)), qr = ptr(in(1)), idx = ptr(in(2)), o = ptr(out(0)), lse = ptr(out(1));

@@ -49,6 +49,11 @@ struct BackendOptions {
   // Which of a sparse-MLA op's kernels to launch (launch::sparseMlaPick): auto, or one forced
   // where the plan has it (glm5-run --mla-kernel).
   launch::SparseMlaForce mlaKernel = launch::SparseMlaForce::kAuto;
+  // The spread merge of sparse MLA's splits where the grid fits the device at once
+  // (launch::sparseMlaSpread: its CTAs wait for each other, so the SM count and occupancy the
+  // device reports must all be this process's); false: clustered merges only (glm5-run
+  // --mla-merge cluster, e.g. on a GPU shared with other processes).
+  bool mlaSpread = true;
   // A sharded plan (several ranks): this process's rank and its NCCL communicator (the plan's
   // AllReduce steps); the backend loads only the rank's weights and runs its entry points.
   const Nccl::Comm *comm = nullptr;
@@ -156,6 +161,7 @@ private:
   bool useGraphs_ = true;
   bool overlap_ = true; // BackendOptions::overlap
   launch::SparseMlaForce mlaKernel_ = launch::SparseMlaForce::kAuto; // BackendOptions::mlaKernel
+  bool mlaSpread_ = true;                                             // BackendOptions::mlaSpread
   // Profiling (enableProfile): an event before every step of a call and one after the last;
   // the times are summed per (entry, "op kind kernel variant") after the call's synchronize.
   struct ProfileRow {

@@ -186,7 +186,7 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   }
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
   const int64_t groups = ceilDiv(heads, p.headsPerCta);
-  g.spread = sparseMlaSpread(g.splits, rows * groups, p.ctasPerSm, smCount);
+  g.spread = p.spreadMerge && sparseMlaSpread(g.splits, rows * groups, p.ctasPerSm, smCount);
   g.cluster = g.spread ? 1u
                        : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups,
                                                                 p.maxCluster));

@@ -107,6 +107,7 @@ struct SparseMlaParams {
   int ctasPerSm = 1;      // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
                           // asks the device (registers and shared memory of the code it runs)
   int maxCluster = 8;     // bf16 kernel: the largest cluster the device can place (runtime too)
+  bool spreadMerge = true; // bf16 kernel: the spread merge allowed (runtime: glm5-run --mla-merge)
   int64_t topk = 0;       // [topk] selected positions per row
   int64_t latent = 512;   // [latent]
 };

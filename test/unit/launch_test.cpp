@@ -524,6 +524,14 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   g = sparseMlaGrid(p32, 40, 8, 8);
   EXPECT_EQ(g.splits, 4);
   EXPECT_TRUE(g.spread);
+  // The spread merge switched off (glm5-run --mla-merge cluster): the same splits in pairs.
+  SparseMlaParams noSpread = p32;
+  noSpread.spreadMerge = false;
+  g = sparseMlaGrid(noSpread, 100, 8, 8);
+  EXPECT_EQ(g.splits, 8);
+  EXPECT_FALSE(g.spread);
+  EXPECT_EQ(g.cluster, 2u);
+  EXPECT_EQ(g.countersBytes, 8 * 2 * 4);
   // The fp32 kernel: one CTA per (head, row), no splits.
   SparseMlaParams f;
   f.f32 = true;

@@ -54,6 +54,10 @@ const char *kUsage =
     "  --mla-kernel auto|base|two-per-sm|wide (cuda): which of a sparse-MLA op's kernels runs:\n"
     "  chosen per device and batch (auto), or forced where the plan has it: the step's own, its\n"
     "  two-CTAs-per-SM form (SM120 tiles), the 32-heads-per-CTA one (ops of >= 32 heads).\n"
+    "  --mla-merge auto|cluster (cuda): how sparse MLA merges its splits: auto takes the spread\n"
+    "  merge where the whole launch fits the device at once (its CTAs wait for each other);\n"
+    "  cluster never does (a GPU shared with other processes, whose SMs this one cannot count\n"
+    "  on).\n"
     "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
     "  of prefill and decode on stderr, largest first.\n";
 
@@ -112,6 +116,7 @@ struct DeviceChoice {
   bool graphs = true;   // --no-graph: decode steps launched one by one
   bool overlap = true;  // --no-overlap: no programmatic dependent launch
   glm5rt::launch::SparseMlaForce mlaKernel = glm5rt::launch::SparseMlaForce::kAuto;
+  bool mlaSpread = true; // --mla-merge cluster: false
   double tolerance = 0; // 0 = from the plan's activation dtype
 };
 
@@ -127,6 +132,13 @@ bool parseMlaKernel(const std::string &v, DeviceChoice *dc) {
     dc->mlaKernel = SparseMlaForce::kWide;
   else
     return false;
+  return true;
+}
+
+bool parseMlaMerge(const std::string &v, DeviceChoice *dc) {
+  if (v != "auto" && v != "cluster")
+    return false;
+  dc->mlaSpread = v == "auto";
   return true;
 }
 
@@ -153,6 +165,7 @@ makeBackend(const DeviceChoice &choice, const glm5rt::plan::LoadedPlan &plan,
     o.graphs = choice.graphs;
     o.overlap = choice.overlap;
     o.mlaKernel = choice.mlaKernel;
+    o.mlaSpread = choice.mlaSpread;
     // A sharded plan: one process per rank and GPU (this one is rank 0 until it forks), joined
     // by NCCL; the communicator lives as long as the process.
     static glm5rt::cuda::RankProcess rankProcess;
@@ -331,6 +344,10 @@ int cmdScore(int argc, char **argv) {
       if (!parseMlaKernel(v, &dc))
         return usage("--mla-kernel takes auto, base, two-per-sm or wide");
       ++i;
+    } else if (a == "--mla-merge" && v) {
+      if (!parseMlaMerge(v, &dc))
+        return usage("--mla-merge takes auto or cluster");
+      ++i;
     } else if (a == "--ctx" && v) {
       ctx = std::atol(v);
       ++i;
@@ -508,6 +525,10 @@ int cmdGenerate(int argc, char **argv) {
     } else if (a == "--mla-kernel" && i + 1 < argc) {
       if (!parseMlaKernel(argv[++i], &dc))
         return usage("--mla-kernel takes auto, base, two-per-sm or wide");
+      continue;
+    } else if (a == "--mla-merge" && i + 1 < argc) {
+      if (!parseMlaMerge(argv[++i], &dc))
+        return usage("--mla-merge takes auto or cluster");
       continue;
     } else if (a == "--chat") {
       chat = true;
