@@ -249,7 +249,7 @@ __device__ __forceinline__ unsigned glm_atomic_add_acq_rel_gpu(unsigned *p, unsi
 }
 // Counters other CTAs of the launch wait on, at gpu scope: an arrival that publishes the
 // caller's earlier writes (and those a barrier ordered before it) without waiting for a reply,
-// an acquire load to poll with, and a relaxed add that returns the old value.
+// and an acquire load to poll with. (A relaxed add that returns the old value is atomicAdd.)
 __device__ __forceinline__ void glm_red_add_release_gpu(unsigned *p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -257,14 +257,6 @@ __device__ __forceinline__ unsigned glm_ld_acquire_gpu(const unsigned *p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
-}
-__device__ __forceinline__ unsigned glm_atomic_add_relaxed_gpu(unsigned *p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
 }
 // The address of the same shared-memory location in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t glm_cluster_map(uint32_t smem_addr, unsigned rank) {

@@ -1095,7 +1095,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     glm_mla_group_barrier(count, splits, tid);
     GLM_TRACE(5); // the trace's "cluster merge" is the group barrier here
     // The departure; its reply is only needed at the end.
-    const unsigned departed = tid == 0 ? glm_atomic_add_relaxed_gpu(count, 1u) : 0u;
+    const unsigned departed = tid == 0 ? atomicAdd(count, 1u) : 0u; // relaxed, gpu scope
     glm_mla_spread_merge(o_part, lse_part, out, lse, b, head0, rows, num_heads, split, splits,
                          tid);
     if (tid == 0 && departed == static_cast<unsigned>(2 * splits - 1))
