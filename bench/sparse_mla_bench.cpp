@@ -15,7 +15,8 @@
 // per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
 // so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
 // an H200's 228 KB would take. --splits/--cluster time one split count and cluster
-// size only (profiling; --cluster 0: the spread merge, see sparse_mla_decode.cuh); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row
+// size only (profiling; --cluster 0: the spread merge, see sparse_mla_decode.cuh); --variants
+// TILE_N:RING,... builds those tile shapes (ring in 16-row
 // entries) instead of the registry's first fit (tuning kSparseMlaTiles); --no-gather times every
 // shape with all slots masked (no row loaded, every product computed: the kernel's work without its
 // memory traffic);
