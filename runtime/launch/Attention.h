@@ -119,7 +119,7 @@ struct SparseMlaParams {
 struct SparseMlaGrid {
   unsigned gridX = 1, gridY = 1, threads = 0, smem = 0;
   unsigned cluster = 1; // CTAs per cluster along x: 1, 2, 4 or 8, dividing splits
-  bool spread = false;  // the spread merge (kernel argument spread_merge; cluster 1): sparseMlaSpread
+  bool spread = false;  // the spread merge (kernel argument spread_merge, cluster 1)
   int splits = 1, tokensPerSplit = 0;
   int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the clusters
   int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group, chunk), zeroed once
