@@ -88,11 +88,13 @@ INPUTS = {
     # 32-head one the runtime takes at one CTA per SM from batch 24 (188 SMs) at 32 and 128.
     "mla_bench_context": 8192,
     # H = 8 at batch 128: the two-CTAs-per-SM form the runtime takes there on SM120 (RESULTS.md
-    # 2026-11-30 "two CTAs per SM on SM120").
-    "mla_h8_us": [(1, 7.6), (8, 15.8), (32, 34.9), (128, 86.5)],
-    # H = 64 at batch 8 / 32 / 128 re-measured after the spread softmax (RESULTS.md 2026-11-30
-    # "sparse MLA after the spread softmax": 16 heads at 8, 32 heads at 32 and 128).
-    "mla_h64_us": [(1, 12.8), (8, 32.6), (32, 77.9), (128, 271.4)],
+    # 2026-11-30 "two CTAs per SM on SM120"). Batch 1-32 (and H = 64 at 1 and 8) re-measured
+    # with the spread merge (RESULTS.md 2026-11-30 "the spread merge" and the register-tile
+    # entry's runs without it, the runtime's geometry at one CTA per SM on 132 SMs).
+    "mla_h8_us": [(1, 7.4), (8, 14.3), (32, 33.5), (128, 86.5)],
+    # H = 64 at batch 32 / 128 after the spread softmax (RESULTS.md 2026-11-30 "sparse MLA after
+    # the spread softmax": the 32-head kernel, unchanged by the spread merge at its 2 splits).
+    "mla_h64_us": [(1, 11.0), (8, 29.2), (32, 77.9), (128, 271.4)],
     # Indexer score + top-k (ours), 32 heads x 128, bf16 keys, SM120 tiles, overlapped launches:
     # (batch, context, us). RESULTS.md "top-k in one launch with a thread-block cluster per row"
     # (final table; topk_cluster past 8K positions). The score ran at the plan's two CTAs per SM,
