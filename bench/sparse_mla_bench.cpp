@@ -610,7 +610,8 @@ int main(int argc, char **argv) {
                   // every cluster size up to the largest that divides sp, and the spread
                   // merge (0) where the grid is resident at once
                   const bool oneWave =
-                      sp > 1 && groups * sp <= int64_t(k.cfg.ctasPerSm) * drv.info().smCount;
+                      sp > 1 && glm5rt::launch::sparseMlaResidentAtOnce(
+                                    groups * sp, k.cfg.ctasPerSm, drv.info().smCount);
                   for (int cl = glm5rt::launch::sparseMlaCluster(sp, 1); cl >= (oneWave ? 0 : 1);
                        cl = cl > 1 ? cl / 2 : cl - 1)
                     if (std::find(cands.begin(), cands.end(), std::make_pair(sp, cl)) ==

@@ -172,7 +172,11 @@ bool sparseMlaSpread(int splits, int64_t groups, int ctasPerSm, int smCount) {
   // 16.8 -> 15.3, 64 x 1 12.0 -> 11.4, 64 x 8 29.8 -> 25.4, 16 x 32 37.6 -> 34.4; one group
   // (7.3 against 7.9 at 8 x 1) and two splits (86.2 against 89.2 at 8 x 128) lose.
   return groups > kSparseMlaClusterGroups && splits >= 4 &&
-         groups * splits <= int64_t(std::max(ctasPerSm, 1)) * smCount;
+         sparseMlaResidentAtOnce(groups * splits, ctasPerSm, smCount);
+}
+
+bool sparseMlaResidentAtOnce(int64_t ctas, int ctasPerSm, int smCount) {
+  return ctas <= int64_t(std::max(ctasPerSm, 1)) * smCount;
 }
 
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads) {

@@ -144,6 +144,9 @@ int sparseMlaCluster(int splits, int64_t groups, int maxCluster = kSparseMlaMaxC
 // kSparseMlaClusterGroups at 4 or more splits (pairs of splits keep their cluster: the pair's
 // merge is the whole merge).
 bool sparseMlaSpread(int splits, int64_t groups, int ctasPerSm, int smCount);
+// Whether a launch of `ctas` CTAs is resident at once (the spread merge's precondition): at most
+// the device's CTAs per SM times its SMs.
+bool sparseMlaResidentAtOnce(int64_t ctas, int ctasPerSm, int smCount);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 // Ops of at least kSparseMlaWideHeads heads carry a second bf16 kernel (the step's extra kernel
 // 1): 32 heads per CTA, two m16 tiles sharing every gathered row and K / V fragment. At one CTA

@@ -5,6 +5,7 @@
 // left zeroed. Both layouts: 16 heads per CTA (the registry's) and 8 (tokens as the mma M).
 #include "codegen/registry/SparseMla.h"
 #include "runtime/host/ops.h"
+#include "runtime/launch/Attention.h"
 #include "test/gpu/gpu_test.h"
 
 using namespace glm5c::gputest;
@@ -95,8 +96,9 @@ GPU_TEST(sparse_mla_decode) {
       const int cluster = spread ? 1 : c.cluster;
       const int groups = (c.H + cfg.heads - 1) / cfg.heads;
       // The spread merge needs the whole grid resident at once (the runtime's condition too).
-      if (spread && int64_t(groups) * c.B * c.splits >
-                        int64_t(std::max(ctasPerSm, 1)) * ctx.drv->info().smCount)
+      if (spread && !glm5rt::launch::sparseMlaResidentAtOnce(int64_t(groups) * c.B * c.splits,
+                                                             ctasPerSm,
+                                                             ctx.drv->info().smCount))
         continue;
       Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
       std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
