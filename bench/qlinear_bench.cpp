@@ -7,12 +7,16 @@
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
 //                            [--reps N] [--mv-tiles reg,W:S:KC,...] [--splits 0,3,...]
+//                            [--sm120-occupancy]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
 // W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith), W:S:KC:X with X
 // 0 or 1 forcing bf16 or fp16 x (GLM_MV_XF16) instead of the registry's rule.
 // --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
+// --sm120-occupancy pads each launch's shared memory so that this device's SM holds as many CTAs
+// as the tile target's would (its shared memory per SM; registers bind alike on both), as
+// SM120's 100 KB run them, instead of the H200's 228 KB ("o<N>" in the variant column).
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -66,7 +70,7 @@ struct Row {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false;
+  bool checkOnly = false, sm120Occupancy = false;
   int reps = 30;
   std::vector<std::string> tileNames, typeNames, shapeNames;
   std::vector<int> tokenCounts = {1, 8};
@@ -77,6 +81,8 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--check-only")
       checkOnly = true;
+    else if (a == "--sm120-occupancy")
+      sm120Occupancy = true;
     else if (a == "--reps" && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--tiles" && i + 1 < argc)
@@ -102,7 +108,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
-                   "[--mv-tiles reg,W:S:KC[:X],...] [--splits 0,3,...]\n",
+                   "[--mv-tiles reg,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy]\n",
                    argv[0]);
       return 2;
     }
@@ -210,8 +216,23 @@ int main(int argc, char **argv) {
               it = kernels.emplace(cfg->variant + tn, f).first;
             }
             cu::Function fn = it->second;
+            // --sm120-occupancy: the CTAs per SM of the tile target's shared memory, then a
+            // launch size that lets no more than that many share this device's SM (its opt-in
+            // maximum + the 1 KB the system reserves per CTA).
+            int64_t launchSmem = cfg->dynamicSmem;
+            std::string occTag;
+            if (sm120Occupancy) {
+              const int64_t per =
+                  std::max<int64_t>(1, tiles->sharedPerSM / (cfg->dynamicSmem + 1024));
+              launchSmem = std::max<int64_t>(
+                  launchSmem, (int64_t(drv.info().maxSharedOptin) + 1024) / (per + 1) - 1024 + 64);
+              occTag = " o" + std::to_string(per);
+              if (launchSmem > 48 * 1024)
+                CHECK_OK(drv.setMaxDynamicSmem(fn, static_cast<int>(launchSmem), cfg->variant));
+            }
             for (int forced : splitChoices) {
               QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K, forced);
+              l.smem = static_cast<unsigned>(launchSmem);
 
               std::vector<uint16_t> xh(size_t(T * K));
               std::vector<float> xf(xh.size());
@@ -256,7 +277,7 @@ int main(int argc, char **argv) {
               const double err = std::sqrt(e2 / r2);
               const bool ok = err <= 1e-2;
               failed |= !ok;
-              Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant + defineTag,
+              Row row{tn, tname, sh.what, K, N, T, l.splits, cfg->variant + defineTag + occTag,
                       0,  0,     err,     ok};
               if (!checkOnly) {
                 row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps,

@@ -4,13 +4,15 @@
 namespace glm5c::codegen {
 
 const std::vector<Target> &targets() {
-  // RTX PRO 6000 Blackwell: 188 SMs, 99 KB opt-in shared memory per block (101376 B), 128 KB per
-  // SM, ~1.79 TB/s; mma.sync only (no wgmma, no tcgen05); fp8 mma.sync and, with `a`,
-  // block-scaled fp8/fp6/fp4. H100/H200: 132 SMs, 227 KB (232448 B) per block, 228 KB per SM.
+  // RTX PRO 6000 Blackwell: 188 SMs, 99 KB opt-in shared memory per block (101376 B) of at most
+  // 100 KB (102400 B) per SM -- its 128 KB L1 array is cache and shared memory together, and the
+  // shared carve-out stops at 100 KB, as on sm_86 / sm_89 --, ~1.79 TB/s; mma.sync only (no
+  // wgmma, no tcgen05); fp8 mma.sync and, with `a`, block-scaled fp8/fp6/fp4. H100/H200: 132
+  // SMs, 227 KB (232448 B) per block, 228 KB per SM.
   static const std::vector<Target> kTargets = {
-      {"sm_120a", 120, true, "RTX PRO 6000 Blackwell", 188, 101376, 102400 + 28672, 1790, true,
+      {"sm_120a", 120, true, "RTX PRO 6000 Blackwell", 188, 101376, 102400, 1790, true,
        true, true, false, false},
-      {"sm_120", 120, false, "RTX PRO 6000 Blackwell", 188, 101376, 102400 + 28672, 1790, true,
+      {"sm_120", 120, false, "RTX PRO 6000 Blackwell", 188, 101376, 102400, 1790, true,
        true, false, false, false},
       {"sm_90a", 90, true, "H200", 132, 232448, 233472, 4230, true, true, false, true, false},
       {"sm_90", 90, false, "H200", 132, 232448, 233472, 4230, true, true, false, false, false},
