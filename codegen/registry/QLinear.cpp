@@ -244,7 +244,17 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
     for (int64_t kc : chunkSizes(K, kStep))
       cands.push_back({kFmaWarps, 0, kc});
   }
-  // Passes: candidates that leave room for three CTAs per SM, then two, then any that fit.
+  // Passes: candidates that leave room for three CTAs per SM, then two, then any that fit, each
+  // pass above a smallest x chunk (minChunk; the last pass takes any). mma path, first pass: a
+  // chunk of one 256-element step pays a CTA barrier and an x staging per step, which a third CTA
+  // did not buy back (H200, Q6_K at one token, where only such chunks leave room for three on
+  // SM120: lm_head 245 us against 227 with 2048-element chunks at two CTAs). fp32 path, first
+  // two passes: lane l takes 32-element sub-blocks l, l + 32, ... of a chunk, so a chunk under
+  // 1024 elements idles lanes (F16 lm_head at eight tokens 2614 us with 512, 1917 with 1024).
+  // bench/RESULTS.md 2026-11-30.
+  auto minChunk = [mma](int pass) -> int64_t {
+    return pass == 2 ? 0 : mma ? (pass == 0 ? 512 : 0) : 1024;
+  };
   for (int pass = 0; pass < 3; ++pass) {
     const int64_t budget =
         pass == 0   ? std::min(comfortable, tiles.sharedPerSM / 3 - kReservedSmem - kStaticSmem)
@@ -258,7 +268,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
                     std::to_string(fmaRowsPerWarp(tokens)) + "_kc" + std::to_string(c.kc);
-      if (smem > budget) {
+      if (smem > budget || c.kc < minChunk(pass)) {
         if (pass == 2)
           rejected += "\n  " + name + ": needs " + std::to_string(smem) + " B shared memory, " +
                       tiles.name + " allows " + std::to_string(limit) + " B";
