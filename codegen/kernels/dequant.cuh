@@ -452,9 +452,9 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 // Q8_0: the biased byte q + 128 under 1024 (1152 + q, exact; bf16's 8 bits hold no such range),
 // one byte permute per register instead of three instructions per value.
 // The registry's rule (qlinearXf16): Q5_K with one token, where it measured 4.5% faster on the
-// H200 (the fifth bits make its extraction the longest); Q8_0 with 2-4 tokens (lm_head 3-4%
-// faster). Q4_K was even, and Q8_0 at 8 tokens 5% slower: the conversion and the x sums are
-// paid in the x staging, once per chunk and CTA.
+// H200 (the fifth bits make its extraction the longest); Q8_0 with 1-4 tokens (lm_head 2-4%
+// faster). Q4_K was even, and Q8_0 at 8 tokens even: the conversion and the x sums are paid in
+// the x staging, once per chunk and CTA.
 static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K ||
                   GLM_WTYPE == GLM_T_Q8_0,
               "fp16 x: the K-quant 4-bit steps and Q8_0's");

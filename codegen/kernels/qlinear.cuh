@@ -77,7 +77,13 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 // Staged x: token rows of GLM_KC bf16 plus 16 (32 bytes: the eight rows an 8-byte fragment load
 // touches start 8 banks apart, conflict-free per half-warp).
 #define GLM_XROW (GLM_KC + 16)
-#if GLM_MV_ALIGNED16
+// A ring slot holds one row's step: its 16-byte cover. Steps that all start 16-byte aligned
+// (GLM_MV_ALIGNED16; or GLM_MV_ROWS16 with a step of whole 16-byte chunks: Q8_0's 272 and Q4_0's
+// 144 bytes) need no more than the step, and a slot of an odd number of 16-byte chunks puts the
+// eight rows g of a fragment load in distinct bank quads (a 288-byte slot paired rows g, g + 4:
+// two-way conflicts; the 16 bytes less per row also fit Q8_0 at eight tokens five CTAs per H200
+// SM instead of four).
+#if GLM_MV_ALIGNED16 || (GLM_MV_ROWS16 && GLM_MV_STEP_BYTES % 16 == 0)
 #define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16)
 #else
 #define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + 16) // the cover of a 2-aligned range

@@ -89,10 +89,16 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
 }
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
+// GLM_MV_ROWS16: an mma decode of a type whose steps are not all 16-byte aligned, at a K that
+// keeps every row 16-byte aligned.
+bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
+  return mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
+}
+
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, int warps,
                 int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
                 int64_t launchBytes) {
-  cfg.rows16 = mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
+  cfg.rows16 = decodeRows16(mma, ti, K);
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
   // heads 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through
@@ -128,11 +134,11 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K) {
 }
 
 bool qlinearXf16(uint32_t type, int tokens) {
-  return (type == kQ5_K && tokens == 1) || (type == kQ8_0 && tokens > 1 && tokens <= 4);
+  return (type == kQ5_K && tokens == 1) || (type == kQ8_0 && tokens <= 4);
 }
 
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16) {
+                          bool xf16, bool rows16) {
   const TypeInfo *t = findType(type);
   if (!t)
     return 0;
@@ -140,7 +146,8 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
     return int64_t(tokens) * (kChunk / 32 * 36) * 4; // GLM_XFROW fp32 per token
   const int64_t stepBytes = int64_t(kStep) / std::max(t->blockElems, 32) *
                             (t->blockElems == 1 ? 32 * t->blockBytes : t->blockBytes);
-  const int64_t slot = roundUp(stepBytes, 16) + (t->aligned16 ? 0 : 16);
+  const bool wholeChunks = t->aligned16 || (rows16 && stepBytes % 16 == 0); // GLM_SLOT
+  const int64_t slot = roundUp(stepBytes, 16) + (wholeChunks ? 0 : 16);
   // One token of a type with scale groups other than Q8_0 (type 8): a zero row after x
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
@@ -263,7 +270,8 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
     for (const Cand &c : cands) {
       const int warps = c.warps;
       const bool xf16 = mma && qlinearXf16(type, tokens);
-      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16);
+      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16,
+                                             decodeRows16(mma, *ti, K));
       std::string name =
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
@@ -295,7 +303,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   if (x16 && findType(type)->xf16Gran < 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());
-  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16);
+  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16,
+                                         decodeRows16(true, *findType(type), K));
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
     return makeStatus(StatusCode::kInvalidArgument,

@@ -73,9 +73,9 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
 
 // Whether the mma decode step of `type` at `tokens` takes x as fp16 (GLM_MV_XF16), as measured
 // on the H200 (bench/RESULTS.md): Q5_K at one token (its fifth bits' extraction is shorter in
-// fp16's layout) and Q8_0 at 2-4 tokens (a byte permute per register instead of an int8 ->
-// fp32 -> bf16 conversion per value; at 8 the x staging's conversion costs more than that saves,
-// and one token gained under 2% at the price of a spill).
+// fp16's layout) and Q8_0 at 1-4 tokens (a byte permute per register instead of an int8 ->
+// fp32 -> bf16 conversion per value; at 8 the x staging's conversion and x sums cost what that
+// saves: 298.5 against 298.2 us at the head).
 bool qlinearXf16(uint32_t type, int tokens);
 
 // The embedding lookup over a table {H, V} of `type`.
@@ -92,9 +92,10 @@ QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int6
                             int64_t K, int64_t forceSplits = 0);
 
 // Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
-// xf16: the config's GLM_MV_XF16 (Q8_0 then stages x sums).
+// xf16: the config's GLM_MV_XF16 (Q8_0 then stages x sums); rows16: its GLM_MV_ROWS16 (Q8_0's
+// and Q4_0's ring slots then hold just the step).
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16);
+                          bool xf16, bool rows16);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string qlinearSource(const QLinearConfig &cfg);

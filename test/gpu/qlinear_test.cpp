@@ -137,7 +137,7 @@ QLinearConfig kc256(QLinearConfig cfg, int T) {
     cfg.stages = 2;
   cfg.l2Prefetch = cfg.mma ? 128 : 0;
   cfg.dynamicSmem =
-      qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16);
+      qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16, cfg.rows16);
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
                 (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
