@@ -133,8 +133,9 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K) {
   return t ? K / t->blockElems * t->blockBytes : 0;
 }
 
-bool qlinearXf16(uint32_t type, int tokens) {
-  return (type == kQ5_K && tokens == 1) || (type == kQ8_0 && tokens <= 4);
+bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
+  return (type == kQ5_K && tokens == 1) ||
+         (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
@@ -269,7 +270,7 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                     : limit;
     for (const Cand &c : cands) {
       const int warps = c.warps;
-      const bool xf16 = mma && qlinearXf16(type, tokens);
+      const bool xf16 = mma && qlinearXf16(type, tokens, decodeRows16(mma, *ti, K));
       const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16,
                                              decodeRows16(mma, *ti, K));
       std::string name =
@@ -299,7 +300,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   if (cfg->kind != QLinearKind::kDecode || !cfg->mma)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
-  const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens) : xf16 != 0;
+  const bool x16 =
+      xf16 < 0 ? qlinearXf16(type, tokens, decodeRows16(true, *findType(type), K)) : xf16 != 0;
   if (x16 && findType(type)->xf16Gran < 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());

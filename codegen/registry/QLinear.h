@@ -75,8 +75,9 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
 // on the H200 (bench/RESULTS.md): Q5_K at one token (its fifth bits' extraction is shorter in
 // fp16's layout) and Q8_0 at 1-4 tokens (a byte permute per register instead of an int8 ->
 // fp32 -> bf16 conversion per value; at 8 the x staging's conversion and x sums cost what that
-// saves: 298.5 against 298.2 us at the head).
-bool qlinearXf16(uint32_t type, int tokens);
+// saves: 298.5 against 298.2 us at the head) -- at one token only with rows16 (GLM_MV_ROWS16:
+// the copy path for any row alignment spilled 4 bytes in the fp16 form at 96 registers).
+bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 
 // The embedding lookup over a table {H, V} of `type`.
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
