@@ -90,6 +90,7 @@ typedef unsigned char glm_u8;
 #define GLM_MV_P8 1
 #define GLM_XSUM_GRAN 32
 #define GLM_MV_ALIGNED16 1
+#define GLM_MV_SLOT_PAD 16 // see GLM_SLOT (qlinear.cuh)
 #elif GLM_WTYPE == GLM_T_Q5_K
 #define GLM_QK 256
 #define GLM_QBYTES 176

@@ -83,12 +83,20 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 // eight rows g of a fragment load in distinct bank quads (a 288-byte slot paired rows g, g + 4:
 // two-way conflicts; the 16 bytes less per row also fit Q8_0 at eight tokens five CTAs per H200
 // SM instead of four).
+// GLM_MV_SLOT_PAD (Q4_K): bytes after the step, so that the rows' 8-byte quant loads of a
+// half-warp (rows g .. g + 3, 8 t bytes on) fall in distinct banks: a row stride of 8 or 24 words
+// mod 32 (Q4_K 144 + 16 = 160 bytes; unpadded, rows g and g + 1 shared banks). 0-1.8% on the
+// H200; Q5_K's (176 + 48) gained nothing and cost its chunk choices 6 KB.
+#ifndef GLM_MV_SLOT_PAD
+#define GLM_MV_SLOT_PAD 0
+#endif
 #if GLM_MV_ALIGNED16 || (GLM_MV_ROWS16 && GLM_MV_STEP_BYTES % 16 == 0)
-#define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16)
+#define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + GLM_MV_SLOT_PAD)
 #else
+static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + 16) // the cover of a 2-aligned range
 #endif
-#define GLM_SLOT_CHUNKS (GLM_SLOT / 16)
+#define GLM_SLOT_CHUNKS ((GLM_SLOT - GLM_MV_SLOT_PAD) / 16) // the cover's chunks (copied)
 #if GLM_XSUM_GRAN
 #define GLM_XSUM_BYTES (GLM_KC / GLM_XSUM_GRAN * 8 * 4)
 #else

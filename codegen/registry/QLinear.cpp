@@ -20,14 +20,15 @@ struct TypeInfo {
   int xsumGran;   // elements per x-sum group of that step (0: none)
   bool aligned16; // a row's 256-element steps stay 16-byte aligned
   int xf16Gran;   // x-sum group of the step with fp16 x (GLM_MV_XF16); -1: no such step
+  int slotPad;    // bytes after a ring slot's step (dequant.cuh GLM_MV_SLOT_PAD)
 };
 
 // ggml's block facts for the handled types (as runtime/gguf/ggml_types.cpp states them).
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4, false, 0, true, -1},       {1, "F16", 1, 2, false, 0, true, -1},
-    {30, "BF16", 1, 2, true, 0, true, -1},      {2, "Q4_0", 32, 18, true, 32, false, -1},
-    {8, "Q8_0", 32, 34, true, 0, false, 32},    {12, "Q4_K", 256, 144, true, 32, true, 32},
-    {13, "Q5_K", 256, 176, true, 32, true, 32}, {14, "Q6_K", 256, 210, true, 16, false, -1},
+    {0, "F32", 1, 4, false, 0, true, -1, 0},       {1, "F16", 1, 2, false, 0, true, -1, 0},
+    {30, "BF16", 1, 2, true, 0, true, -1, 0},      {2, "Q4_0", 32, 18, true, 32, false, -1, 0},
+    {8, "Q8_0", 32, 34, true, 0, false, 32, 0},    {12, "Q4_K", 256, 144, true, 32, true, 32, 16},
+    {13, "Q5_K", 256, 176, true, 32, true, 32, 0}, {14, "Q6_K", 256, 210, true, 16, false, -1, 0},
 };
 
 const TypeInfo *findType(uint32_t id) {
@@ -148,7 +149,7 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   const int64_t stepBytes = int64_t(kStep) / std::max(t->blockElems, 32) *
                             (t->blockElems == 1 ? 32 * t->blockBytes : t->blockBytes);
   const bool wholeChunks = t->aligned16 || (rows16 && stepBytes % 16 == 0); // GLM_SLOT
-  const int64_t slot = roundUp(stepBytes, 16) + (wholeChunks ? 0 : 16);
+  const int64_t slot = roundUp(stepBytes, 16) + (wholeChunks ? t->slotPad : 16);
   // One token of a type with scale groups other than Q8_0 (type 8): a zero row after x
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
