@@ -89,13 +89,13 @@ std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int s
          std::to_string(warps) + "_s" + std::to_string(stages) + "_kc" + std::to_string(kc);
 }
 
-// The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 // GLM_MV_ROWS16: an mma decode of a type whose steps are not all 16-byte aligned, at a K that
 // keeps every row 16-byte aligned.
 bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
   return mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
 }
 
+// The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, int warps,
                 int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
                 int64_t launchBytes) {
@@ -264,6 +264,8 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
   auto minChunk = [mma](int pass) -> int64_t {
     return pass == 2 ? 0 : mma ? (pass == 0 ? 512 : 0) : 1024;
   };
+  const bool rows16 = decodeRows16(mma, *ti, K);
+  const bool xf16 = mma && qlinearXf16(type, tokens, rows16);
   for (int pass = 0; pass < 3; ++pass) {
     const int64_t budget =
         pass == 0   ? std::min(comfortable, tiles.sharedPerSM / 3 - kReservedSmem - kStaticSmem)
@@ -271,9 +273,8 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                     : limit;
     for (const Cand &c : cands) {
       const int warps = c.warps;
-      const bool xf16 = mma && qlinearXf16(type, tokens, decodeRows16(mma, *ti, K));
-      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16,
-                                             decodeRows16(mma, *ti, K));
+      const int64_t smem =
+          qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16, rows16);
       std::string name =
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
@@ -301,13 +302,13 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   if (cfg->kind != QLinearKind::kDecode || !cfg->mma)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
-  const bool x16 =
-      xf16 < 0 ? qlinearXf16(type, tokens, decodeRows16(true, *findType(type), K)) : xf16 != 0;
-  if (x16 && findType(type)->xf16Gran < 0)
+  const TypeInfo &ti = *findType(type);
+  const bool rows16 = decodeRows16(true, ti, K);
+  const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens, rows16) : xf16 != 0;
+  if (x16 && ti.xf16Gran < 0)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());
-  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16,
-                                         decodeRows16(true, *findType(type), K));
+  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
     return makeStatus(StatusCode::kInvalidArgument,
@@ -315,8 +316,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       "kc a multiple of %d, and %lld B shared memory within %s's %lld B",
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
-  fillDecode(*cfg, mmaDecodeName(lower(findType(type)->name), tokens, warps, stages, kc), true,
-             x16, warps, stages, kc, smem, *findType(type), K, N, 0);
+  fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, warps,
+             stages, kc, smem, ti, K, N, 0);
   return cfg;
 }
 
