@@ -56,16 +56,15 @@ INPUTS = {
     # --- H200 measurements: bench/RESULTS.md ---
     "h200_copy_bw": 4.23e12,          # B/s, measured device copy (PERF.md, RESULTS.md)
     # Quantized matvec, fraction of 4.23 TB/s on the quantized bytes (RESULTS.md "qlinear decode:
-    # the L2 is the limit; 128-byte L2 prefetch", final table, sm_120a tiles): head 6144->154880
-    # and o_proj 16384->6144, each at T=1 and T=8. BF16's head reads faster than the copy
-    # bandwidth (a copy also writes). F16 and F32 (the fp32 path, unchanged) from the earlier
-    # entries; their o_proj T=8 assumes the head's ratio. The quantized heads at T=1: RESULTS.md
-    # "qlinear decode: x chunks that divide K" (2026-11-30).
+    # ring slots without slack, Q8_0 fp16 quants at one token", final binary, sm_120a tiles, one
+    # run of every type): head 6144->154880 and o_proj 16384->6144, each at T=1 and T=8. BF16's
+    # head reads faster than the copy bandwidth (a copy also writes); F16 and F32 take the fp32
+    # path.
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
-        "F16": (0.976, 0.244, 0.757, 0.189), "BF16": (1.025, 0.700, 0.719, 0.496),
-        "F32": (0.812, 0.340, 0.564, 0.236), "Q8_0": (0.910, 0.762, 0.621, 0.533),
-        "Q4_K": (0.860, 0.558, 0.553, 0.303), "Q5_K": (0.853, 0.576, 0.561, 0.392),
-        "Q4_0": (0.818, 0.554, 0.531, 0.379), "Q6_K": (0.809, 0.598, 0.573, 0.429),
+        "F16": (0.991, 0.235, 0.852, 0.187), "BF16": (1.021, 0.700, 0.736, 0.523),
+        "F32": (0.817, 0.334, 0.569, 0.241), "Q8_0": (0.941, 0.807, 0.719, 0.568),
+        "Q4_K": (0.873, 0.583, 0.606, 0.408), "Q5_K": (0.857, 0.576, 0.622, 0.417),
+        "Q4_0": (0.834, 0.614, 0.562, 0.396), "Q6_K": (0.818, 0.586, 0.591, 0.449),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
