@@ -58,10 +58,13 @@ typedef unsigned char glm_u8;
 #define GLM_QK 32
 #define GLM_QBYTES 128
 #define GLM_MV_MMA 0
-#elif GLM_WTYPE == GLM_T_F16
+#elif GLM_WTYPE == GLM_T_F16 // the mma step takes its halves as they are: fp16 x only
 #define GLM_QK 32
 #define GLM_QBYTES 64
-#define GLM_MV_MMA 0
+#define GLM_MV_MMA 1
+#define GLM_MV_P8 1
+#define GLM_XSUM_GRAN 0
+#define GLM_MV_ALIGNED16 1
 #elif GLM_WTYPE == GLM_T_BF16
 #define GLM_QK 32
 #define GLM_QBYTES 64
@@ -386,7 +389,9 @@ __device__ __forceinline__ uint2 glm_mv_b(const glm_bf16 *xs, int xrow, int g, i
 // thread's groups: the caller adds the four lanes of a quad at the end (acc[1], acc[3] unused).
 // Not for BF16 (no scales) nor Q8_0, whose per-block fold is already just the scale (measured
 // slower on the H200 with columns: lm_head 331.8 -> 343.6 us).
-#define GLM_MV_COLS (GLM_TOKENS == 1 && GLM_WTYPE != GLM_T_BF16 && GLM_WTYPE != GLM_T_Q8_0)
+#define GLM_MV_COLS                                                                        \
+  (GLM_TOKENS == 1 && GLM_WTYPE != GLM_T_BF16 && GLM_WTYPE != GLM_T_F16 &&                   \
+   GLM_WTYPE != GLM_T_Q8_0)
 __device__ __forceinline__ constexpr int glm_mv_col(int j) { return 2 * (j & 3) + (j >> 2); }
 // Where lane (g, t) reads group j's B fragment, relative to x: 0 (x, token row 0) when its
 // column is col(j), else the staged zero row `xrow` further on. Fixed for a lane: the decode
@@ -457,8 +462,10 @@ __device__ __forceinline__ void glm_mv_fold(float (&acc)[4], const float (&D)[4]
 // faster). Q4_K was even, and Q8_0 at 8 tokens even: the conversion and the x sums are paid in
 // the x staging, once per chunk and CTA.
 static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K ||
-                  GLM_WTYPE == GLM_T_Q8_0,
-              "fp16 x: the K-quant 4-bit steps and Q8_0's");
+                  GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_F16,
+              "fp16 x: the K-quant 4-bit steps, Q8_0's and F16's");
+// F16 weights enter the mma as they are stored, so their step is for fp16 x only (as bf16
+// fragments they would lose three bits): qlinear.cuh asserts it where the step is used.
 #define GLM_F16_1024 0x64006400u
 // The step's mma: fp16 operands with GLM_MV_XF16, else bf16.
 __device__ __forceinline__ void glm_mv_mma(float (&d)[4], const uint32_t (&a)[4], uint2 b) {
@@ -761,7 +768,8 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
   glm_mv_fold_cols(acc, D, s[0], o * s[0], s[1], o * s[1], s[2], o * s[2], s[3], o * s[3], sx[0],
                    sx[1]);
 #endif
-#elif GLM_WTYPE == GLM_T_BF16
+#elif GLM_WTYPE == GLM_T_BF16 || GLM_WTYPE == GLM_T_F16
+  // 16-bit weights as they are (bf16; F16 with fp16 x): the step only rearranges pairs.
 #pragma unroll
   for (int sp = 0; sp < 8; ++sp) {
     if (32 * sp >= nel)
@@ -777,8 +785,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
       a[1] = __byte_perm(b0, b1, 0x5410);
       a[2] = __byte_perm(a0, a1, 0x7632); // (e+1, e+3)
       a[3] = __byte_perm(b0, b1, 0x7632);
-      const uint2 bx = glm_mv_b(xs, xrow, g, t, 32 * sp + 16 * ks);
-      glm_mma_bf16_16816(acc, a, bx.x, bx.y);
+      glm_mv_mma(acc, a, glm_mv_b(xs, xrow, g, t, 32 * sp + 16 * ks));
     }
   }
 #endif

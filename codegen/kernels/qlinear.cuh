@@ -11,15 +11,16 @@
 // Weight rows are addressed as n * (K / GLM_QK) * GLM_QBYTES from a 16-byte-aligned base (GGUF
 // tensor data is 32-byte aligned). K is a multiple of 32 and of the block (the registry checks).
 //
-// Decode, bf16 activations and a type with an mma step (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16):
-// a CTA of GLM_WARPS warps owns 16 rows per warp and a K range (its split). Each warp streams its
-// rows' raw blocks, 256 elements per step, through a private GLM_STAGES-deep ring in shared
-// memory (16-byte cp.async of each row's 16-byte-aligned cover, so any block alignment works);
-// x is staged per GLM_KC-element chunk as bf16 in the fragment order of dequant.cuh, with the x
-// sums of each scale group. Weights become bf16 A fragments in registers (dequant.cuh) and
-// mma.sync m16n8k16 multiplies them by the x fragment (tokens are the n8 columns).
+// Decode, bf16 activations and a type with an mma step (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16,
+// F16): a CTA of GLM_WARPS warps owns 16 rows per warp and a K range (its split). Each warp
+// streams its rows' raw blocks, 256 elements per step, through a private GLM_STAGES-deep ring in
+// shared memory (16-byte cp.async of each row's 16-byte-aligned cover, so any block alignment
+// works); x is staged per GLM_KC-element chunk as bf16 (fp16 with GLM_MV_XF16) in the fragment
+// order of dequant.cuh, with the x sums of each scale group. Weights become bf16 (fp16) A
+// fragments in registers (dequant.cuh) and mma.sync m16n8k16 multiplies them by the x fragment
+// (tokens are the n8 columns).
 //
-// Decode otherwise (f32 activations: the exact validation path; F32 and F16 weights): a warp owns
+// Decode otherwise (f32 activations: the exact validation path; F32 weights): a warp owns
 // GLM_RPW rows in turn; lane l dequantizes 32-element sub-blocks l, l + 32, ... of a row to fp32
 // (glm_dq32, exact) and multiplies them with x staged as fp32 (rows of 32 padded to 36 floats, so
 // the lanes' 16-byte reads fall in distinct banks); a warp sum ends the row.
@@ -51,6 +52,9 @@
 
 // ---------------------------------------------------------------------------------------------
 #if GLM_QL_KIND == 0 || GLM_QL_KIND == 3 || GLM_QL_KIND == 4 // decode products
+#if GLM_MV_USE_MMA && GLM_WTYPE == GLM_T_F16 && !GLM_MV_XF16
+#error "the F16 mma step takes fp16 x (GLM_MV_XF16)"
+#endif
 
 #define GLM_THREADS (GLM_WARPS * 32)
 static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
@@ -174,7 +178,8 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_
   constexpr unsigned kUnits = GLM_KC / 8; // per token
   constexpr int kIters = (GLM_TOKENS * kUnits + GLM_THREADS - 1) / GLM_THREADS;
   // BF16 (at its 96-register bound with 128 threads) loads one unit at a time: pairs spilled.
-  constexpr int kBatch = kIters < 2 || GLM_WTYPE == GLM_T_BF16 ? 1 : 2;
+  constexpr bool kWide = GLM_WTYPE == GLM_T_BF16 || GLM_WTYPE == GLM_T_F16; // 16-bit weights
+  constexpr int kBatch = kIters < 2 || kWide ? 1 : 2;
   static_assert(kUnits % 4 == 0, "32-element groups are whole quads of lanes");
   const unsigned units = static_cast<unsigned>(kc) / 8;
   auto where = [&](int i, unsigned &tok, unsigned &u) { // unit i of this thread; false: none

@@ -25,7 +25,7 @@ struct TypeInfo {
 
 // ggml's block facts for the handled types (as runtime/gguf/ggml_types.cpp states them).
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4, false, 0, true, -1, 0},       {1, "F16", 1, 2, false, 0, true, -1, 0},
+    {0, "F32", 1, 4, false, 0, true, -1, 0},       {1, "F16", 1, 2, true, 0, true, 0, 0},
     {30, "BF16", 1, 2, true, 0, true, -1, 0},      {2, "Q4_0", 32, 18, true, 32, false, -1, 0},
     {8, "Q8_0", 32, 34, true, 0, false, 32, 0},    {12, "Q4_K", 256, 144, true, 32, true, 32, 16},
     {13, "Q5_K", 256, 176, true, 32, true, 32, 0}, {14, "Q6_K", 256, 210, true, 16, false, -1, 0},
@@ -63,7 +63,7 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kBf16 = 30, kQ8_0 = 8, kQ5_K = 13;  // ggml type ids
+constexpr uint32_t kF16 = 1, kBf16 = 30, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -102,11 +102,12 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   cfg.rows16 = decodeRows16(mma, ti, K);
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
-  // heads 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows go through
-  // L1 (10% faster at every shape, where the quantized types' copies lost 25-35%).
+  // heads 4-10% faster; smaller products, latency-bound, lost up to 3%); BF16 rows (and F16's,
+  // the same layout) go through L1 (10% faster at every shape, where the quantized types' copies
+  // lost 25-35%).
   const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
-  cfg.l1Copies = mma && ti.id == kBf16;
+  cfg.l1Copies = mma && (ti.id == kBf16 || ti.id == kF16);
   cfg.xf16 = mma && xf16;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
@@ -135,7 +136,7 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K) {
 }
 
 bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
-  return (type == kQ5_K && tokens == 1) ||
+  return type == kF16 || (type == kQ5_K && tokens == 1) ||
          (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
@@ -221,13 +222,17 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
   cfg.kind = QLinearKind::kDecode;
   cfg.entry = "qlinear_decode";
   cfg.tokens = tokens;
-  const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync;
+  // F16 at one token keeps the fp32 path, measured faster on the H200 (bench/RESULTS.md
+  // 2026-11-30: head 450.6 against 460.5 us, o 55.8 against 69.5); from two tokens on its mma
+  // step is 2.6-2.9x faster (head at eight tokens 1919.5 -> 659.2 us).
+  const bool f16One = ti->id == kF16 && tokens == 1;
+  const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync && !f16One;
   if (!mma) {
     rejected += "\n  qlinear_mv_mma: ";
     rejected += actF32         ? "needs bf16 activations (f32 runs the exact fp32 path)"
                 : !ti->mmaStep ? std::string("no mma step for ") + ti->name +
-                                     " (F32 and F16 weights "
-                                     "would lose bits as bf16 fragments)"
+                                     " (F32 weights would lose bits as bf16 or fp16 fragments)"
+                : f16One       ? "F16 at one token takes the fp32 path (faster there)"
                                : std::string(tiles.name) + " has no mma.sync";
   }
   // Candidates, preferred first. mma: a 2-deep ring (the shared memory it saves buys resident
@@ -305,9 +310,10 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   const TypeInfo &ti = *findType(type);
   const bool rows16 = decodeRows16(true, ti, K);
   const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens, rows16) : xf16 != 0;
-  if (x16 && ti.xf16Gran < 0)
+  if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
     return makeStatus(StatusCode::kInvalidArgument,
-                      "%s: fp16 x is for Q4_K, Q5_K and Q8_0 only", cfg->variant.c_str());
+                      "%s: fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)",
+                      cfg->variant.c_str());
   const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)

@@ -71,8 +71,9 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                                                   int64_t N, int tokens, int warps, int stages,
                                                   int64_t kc, int xf16 = -1);
 
-// Whether the mma decode step of `type` at `tokens` takes x as fp16 (GLM_MV_XF16), as measured
-// on the H200 (bench/RESULTS.md): Q5_K at one token (its fifth bits' extraction is shorter in
+// Whether the mma decode step of `type` at `tokens` takes x as fp16 (GLM_MV_XF16): always for F16
+// (its weights enter the mma as stored); as measured on the H200 (bench/RESULTS.md): Q5_K at one
+// token (its fifth bits' extraction is shorter in
 // fp16's layout) and Q8_0 at 1-4 tokens (a byte permute per register instead of an int8 ->
 // fp32 -> bf16 conversion per value; at 8 the x staging's conversion and x sums cost what that
 // saves: 298.5 against 298.2 us at the head) -- at one token only with rows16 (GLM_MV_ROWS16:
