@@ -44,6 +44,8 @@ typedef unsigned char glm_u8;
 #ifndef GLM_WTYPE
 #error "GLM_WTYPE (the ggml type id of the weight) must be defined"
 #endif
+// The plain 16-bit weight types: their mma step takes the values as stored (no scales).
+#define GLM_MV_PLAIN16 (GLM_WTYPE == GLM_T_BF16 || GLM_WTYPE == GLM_T_F16)
 // GLM_MV_XF16: the mma decode step takes x as fp16 (see glm_mv_mma). The registry sets it for
 // every mma decode instantiation (QLinearConfig::xf16, its rule qlinearXf16); otherwise bf16.
 #ifndef GLM_MV_XF16
@@ -387,11 +389,9 @@ __device__ __forceinline__ uint2 glm_mv_b(const glm_bf16 *xs, int xrow, int g, i
 // about fourfold), and thread t folds only its own columns 2t and 2t + 1, i.e. groups t and
 // t + 4 of the round, into acc[0] (row g) and acc[2] (row g + 8). Those are partial sums over the
 // thread's groups: the caller adds the four lanes of a quad at the end (acc[1], acc[3] unused).
-// Not for BF16 (no scales) nor Q8_0, whose per-block fold is already just the scale (measured
-// slower on the H200 with columns: lm_head 331.8 -> 343.6 us).
-#define GLM_MV_COLS                                                                        \
-  (GLM_TOKENS == 1 && GLM_WTYPE != GLM_T_BF16 && GLM_WTYPE != GLM_T_F16 &&                   \
-   GLM_WTYPE != GLM_T_Q8_0)
+// Not for BF16 and F16 (no scales) nor Q8_0, whose per-block fold is already just the scale
+// (measured slower on the H200 with columns: lm_head 331.8 -> 343.6 us).
+#define GLM_MV_COLS (GLM_TOKENS == 1 && !GLM_MV_PLAIN16 && GLM_WTYPE != GLM_T_Q8_0)
 __device__ __forceinline__ constexpr int glm_mv_col(int j) { return 2 * (j & 3) + (j >> 2); }
 // Where lane (g, t) reads group j's B fragment, relative to x: 0 (x, token row 0) when its
 // column is col(j), else the staged zero row `xrow` further on. Fixed for a lane: the decode
@@ -768,7 +768,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
   glm_mv_fold_cols(acc, D, s[0], o * s[0], s[1], o * s[1], s[2], o * s[2], s[3], o * s[3], sx[0],
                    sx[1]);
 #endif
-#elif GLM_WTYPE == GLM_T_BF16 || GLM_WTYPE == GLM_T_F16
+#elif GLM_MV_PLAIN16
   // 16-bit weights as they are (bf16; F16 with fp16 x): the step only rearranges pairs.
 #pragma unroll
   for (int sp = 0; sp < 8; ++sp) {

@@ -178,9 +178,9 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_
   float xmax = 0.f;
   constexpr unsigned kUnits = GLM_KC / 8; // per token
   constexpr int kIters = (GLM_TOKENS * kUnits + GLM_THREADS - 1) / GLM_THREADS;
-  // BF16 (at its 96-register bound with 128 threads) loads one unit at a time: pairs spilled.
-  constexpr bool kWide = GLM_WTYPE == GLM_T_BF16 || GLM_WTYPE == GLM_T_F16; // 16-bit weights
-  constexpr int kBatch = kIters < 2 || kWide ? 1 : 2;
+  // BF16 / F16 (at the 96-register bound with 128 threads) load one unit at a time: pairs
+  // spilled.
+  constexpr int kBatch = kIters < 2 || GLM_MV_PLAIN16 ? 1 : 2;
   static_assert(kUnits % 4 == 0, "32-element groups are whole quads of lanes");
   const unsigned units = static_cast<unsigned>(kc) / 8;
   auto where = [&](int i, unsigned &tok, unsigned &u) { // unit i of this thread; false: none

@@ -63,7 +63,7 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF16 = 1, kBf16 = 30, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
+constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -107,7 +107,7 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   // lost 25-35%).
   const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
-  cfg.l1Copies = mma && (ti.id == kBf16 || ti.id == kF16);
+  cfg.l1Copies = mma && ti.blockElems == 1; // BF16, F16 (dequant.cuh GLM_MV_PLAIN16)
   cfg.xf16 = mma && xf16;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
