@@ -28,6 +28,9 @@
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --pdl launches every call overlapped with the one before it (programmatic dependent launch),
 // as the cuda backend launches kernels: the graph's calls then overlap launch and drain.
+// --sets N times N launches per graph (each on its own problem, time divided by N) instead of as
+// many as rotate 256 MB of cache rows through L2 (1 from batch 32 on): how much of a call's time
+// is the graph's launch and drain rather than the kernel.
 // The sweep otherwise tries each power-of-two split count with every cluster size up to the
 // largest that divides it, and the spread merge where the grid is resident at once. In the
 // trace, a spread merge's "cluster merge" phase is its group barrier.
@@ -245,6 +248,7 @@ void freeProblem(cu::Driver &drv, Problem &p) {
 }
 
 bool gPdl = false; // --pdl
+int gSets = 0;      // --sets N: launches per timed graph (0: enough problems to exceed L2 4x)
 
 void launch(cu::Driver &drv, const Kernel &k, Problem &p, cu::Stream s) {
   const int topk = 2048;
@@ -413,6 +417,8 @@ int main(int argc, char **argv) {
       sweep = false;
     else if (a == "--pdl") // every launch overlapped with the one before (programmatic)
       gPdl = true;
+    else if (a == "--sets" && i + 1 < argc) // launches per graph, each its own problem
+      gSets = std::max(1, std::atoi(argv[++i]));
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... (default: all twelve)
@@ -449,7 +455,7 @@ int main(int argc, char **argv) {
                    "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
                    "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
-                   "[--define NAME=V] [--pdl] [--two-per-sm]\n",
+                   "[--define NAME=V] [--pdl] [--two-per-sm] [--sets N]\n",
                    argv[0]);
       return 2;
     }
@@ -571,7 +577,8 @@ int main(int argc, char **argv) {
                 const int chosen =
                     sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
                 double kvBytes = double(B) * ctx * 1152;
-                int sets = std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
+                int sets = gSets > 0 ? gSets
+                                     : std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
                 const int64_t groups = int64_t(B) * ((H + k.cfg.heads - 1) / k.cfg.heads);
                 const bool chosenSpread = glm5rt::launch::sparseMlaSpread(
                     chosen, groups, k.cfg.ctasPerSm, drv.info().smCount);

@@ -142,6 +142,20 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #endif
 #define GLM_MIN_CTAS (2 * (GLM_SMEM_BYTES + 16 + 1024) <= GLM_SM_SHARED ? 2 : 1)
 #endif
+// Accumulator chains per S n-tile: 2 (even and odd k-steps) where one CTA per SM leaves the
+// registers for it, halving the dependent mma chain; at 128 registers the 16-head layout's
+// second chain spills. (Overridable for experiments.)
+#ifndef GLM_S_CHAINS
+#define GLM_S_CHAINS (GLM_MIN_CTAS == 1 ? 2 : 1)
+#endif
+
+// GLM_MLA_NO_MATH (a diagnostic, like GLM_MLA_TRACE; glm5c-bench-sparse-mla --define): the
+// tile loop skips its S and P V products -- the gather, barriers and softmax alone.
+#ifndef GLM_MLA_NO_MATH
+#define GLM_MLA_NO_MATH 0
+#endif
+#define GLM_MLA_KSTEPS (GLM_MLA_NO_MATH ? 0 : GLM_S_KSTEPS)
+#define GLM_MLA_PV_N (GLM_MLA_NO_MATH ? 0 : GLM_TILE_N)
 
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
@@ -167,7 +181,7 @@ __device__ __forceinline__ void glm_mla_zero(float (&s)[kTiles][4], float (&s2)[
     for (int e = 0; e < 4; ++e)
       s[i][e] = s2[i][e] = 0.f;
 }
-// The S chains summed (s2: the second chain, GLM_MIN_CTAS == 1), then the slots this warp does
+// The S chains summed (s2: the second chain, GLM_S_CHAINS == 2), then the slots this warp does
 // not own handed to their owners.
 template <int kTiles>
 __device__ __forceinline__ void glm_mla_hand_off(float (&s)[kTiles][4],
@@ -496,8 +510,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   // two tiles' entries, the next tile's first entries are in flight during a tile's math too.
   // Every index load of the prologue and of refill 1 is issued before the first copy (which
   // waits for its slot), so their latencies overlap instead of adding up.
-  static_assert(GLM_RING % GLM_GATHER_SETS == 0, "whole thread sets per ring");
-  int first[GLM_RING / GLM_GATHER_SETS];
+  // (An odd ring: the sets' shares of the prologue differ by one entry.)
+  int first[(GLM_RING + GLM_GATHER_SETS - 1) / GLM_GATHER_SETS];
 #pragma unroll
   for (int e = 0; e < GLM_RING; ++e)
     if (e % GLM_GATHER_SETS == gset)
@@ -633,7 +647,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     for (int i = 0; i < GLM_MT_W; ++i)
       glm_mla_zero(s[i], s2[i]);
 #pragma unroll
-    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
+    for (int kk = 0; kk < GLM_MLA_KSTEPS; ++kk) {
 #pragma unroll
       for (int n = 0; n < GLM_S_NTILES; n += 2) {
         // matrices: (n8 tile n, k 0-7), (n, k 8-15), (n + 1, k 0-7), (n + 1, k 8-15).
@@ -643,7 +657,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                                     lane % 8) * GLM_ROW +
                                               kbeg + 16 * kk + ((lane / 8) % 2) * 8));
         // (16 warps: 128 registers, one chain.)
-        const bool odd = GLM_MIN_CTAS == 1 && GLM_WARPS < 16 && kk % 2;
+        const bool odd = GLM_S_CHAINS == 2 && GLM_WARPS < 16 && kk % 2;
 #pragma unroll
         for (int i = 0; i < GLM_MT_W; ++i) {
           glm_mma_bf16_16816(odd ? s2[i][n] : s[i][n], qa[i][kk], bfrag[0], bfrag[1]);
@@ -749,7 +763,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // k = token; every V fragment serves all m-tiles.
     const int col0 = warp * GLM_O_COLS_PER_WARP;
 #pragma unroll
-    for (int k = 0; k < GLM_TILE_N; k += 16) {
+    for (int k = 0; k < GLM_MLA_PV_N; k += 16) {
       uint32_t a[GLM_MT][4];
 #pragma unroll
       for (int mt = 0; mt < GLM_MT; ++mt)
@@ -834,14 +848,14 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     float s[GLM_S_MTILES][4], s2[GLM_S_MTILES][4];
     glm_mla_zero(s, s2);
 #pragma unroll
-    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) {
+    for (int kk = 0; kk < GLM_MLA_KSTEPS; ++kk) {
 #pragma unroll
       for (int mt = 0; mt < GLM_S_MTILES; ++mt) {
         // A: tokens (rows) x k; the m-tile's 16 tokens are one ring entry.
         uint32_t a[4];
         glm_ldmatrix_x4(a, glm_smem_addr(skv + (tile_row(tok0 + 16 * mt) + lane % 16) * GLM_ROW +
                                          kbeg + 16 * kk + (lane / 16) * 8));
-        const bool odd = GLM_MIN_CTAS == 1 && kk % 2;
+        const bool odd = GLM_S_CHAINS == 2 && kk % 2;
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
@@ -906,7 +920,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     // O^T += V^T P^T: per k-step of 16 tokens (one ring entry), B = P^T (tokens x heads), A = V^T
     // (this warp's m16 tiles of columns x tokens, ldmatrix.trans of the cached rows).
 #pragma unroll
-    for (int k = 0; k < GLM_TILE_N; k += 16) {
+    for (int k = 0; k < GLM_MLA_PV_N; k += 16) {
       uint32_t b[2]; // matrices (heads, tokens k..k+7), (heads, k+8..k+15)
       glm_ldmatrix_x2(b, glm_smem_addr(sp + (lane % 8) * GLM_P_ROW + k + ((lane / 8) % 2) * 8));
       const int vrow = tile_row(k), mat = lane / 8;
