@@ -6,13 +6,14 @@
 //
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
-//                            [--reps N] [--mv-tiles reg,W:S:KC,...] [--splits 0,3,...]
+//                            [--reps N] [--mv-tiles reg,fp32,W:S:KC,...] [--splits 0,3,...]
 //                            [--sm120-occupancy]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
 // W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith), W:S:KC:X with X
-// 0 or 1 forcing bf16 or fp16 x (GLM_MV_XF16) instead of the registry's rule.
+// 0 or 1 forcing bf16 or fp16 x (GLM_MV_XF16) instead of the registry's rule; `fp32` is the
+// fp32 path's kernel (qlinearDecodeFp32) where the registry takes the mma path.
 // --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
 // --sm120-occupancy pads each launch's shared memory so that this device's SM holds as many CTAs
 // as the tile target's would (its shared memory per SM; registers bind alike on both), as
@@ -53,6 +54,7 @@ struct Shape {
 const Shape kShapes[] = {{6144, 2048, "q_a"},         {2048, 16384, "q_b"},
                          {6144, 576, "kv_a"},         {16384, 6144, "o"},
                          {6144, 2048, "shared gate"}, {2048, 6144, "shared down"},
+                         {6144, 12288, "dense gate"}, {12288, 6144, "dense down"},
                          {6144, 154880, "lm_head"}};
 
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
@@ -108,7 +110,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
-                   "[--mv-tiles reg,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy]\n",
+                   "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy]\n",
                    argv[0]);
       return 2;
     }
@@ -175,18 +177,24 @@ int main(int argc, char **argv) {
           for (const std::string &mt : mvTiles) {
             auto cfg = selectQLinear(*tiles, uint32_t(type), K, N, T, false);
             CHECK_OK(cfg.status());
-            if (mt != "reg") {
+            if (mt == "fp32") {
+              if (!cfg->mma)
+                continue; // the registry's own choice: timed under "reg"
+              cfg = qlinearDecodeFp32(*tiles, uint32_t(type), K, N, T);
+              CHECK_OK(cfg.status());
+            } else if (mt != "reg") {
               int wv = 0, sv = 0, xv = -1;
               long long kv = 0;
               const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
               if (got < 3 || (got == 4 && xv != 0 && xv != 1)) {
-                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, W:S:KC or W:S:KC:X\n",
+                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, fp32, W:S:KC or W:S:KC:X\n",
                              mt.c_str());
                 return 2;
               }
-              if (!cfg->mma)
-                continue; // no tiles to choose: the registry's config was timed under "reg"
+              const bool regMma = cfg->mma;
               cfg = qlinearDecodeWith(*tiles, uint32_t(type), K, N, T, wv, sv, kv, xv);
+              if (!cfg.isOk() && !regMma)
+                continue; // no mma step: the registry's config was timed under "reg"
               if (!cfg.isOk()) {
                 std::printf("  skipped: %s\n", cfg.status().message().c_str());
                 continue;

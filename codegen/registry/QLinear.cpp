@@ -63,7 +63,10 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
+// Bytes from which BF16 and F16 decode products of one or two tokens take the fp32 path
+// (selectImpl).
+constexpr int64_t kPlain16Fp32Bytes = int64_t(128) << 20;
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -161,9 +164,12 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   return xs + xsum + int64_t(warps) * stages * 16 * slot;
 }
 
-glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
-                                              int64_t N, int tokens, bool actF32,
-                                              int64_t launchBytes) {
+namespace {
+// selectQLinear, and with fp32Path the decode tiles of the fp32 path whatever the type
+// (qlinearDecodeFp32).
+glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, int64_t K,
+                                           int64_t N, int tokens, bool actF32,
+                                           int64_t launchBytes, bool fp32Path) {
   const TypeInfo *ti = findType(type);
   const std::string act = actF32 ? "f32" : "bf16";
   if (!ti)
@@ -222,17 +228,27 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
   cfg.kind = QLinearKind::kDecode;
   cfg.entry = "qlinear_decode";
   cfg.tokens = tokens;
-  // F16 at one token keeps the fp32 path, measured faster on the H200 (bench/RESULTS.md
-  // 2026-11-30: head 450.6 against 460.5 us, o 55.8 against 69.5); from two tokens on its mma
-  // step is 2.6-2.9x faster (head at eight tokens 1919.5 -> 659.2 us).
-  const bool f16One = ti->id == kF16 && tokens == 1;
-  const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync && !f16One;
-  if (!mma) {
+  // BF16 and F16 weights at one or two tokens take the fp32 path on products of at least
+  // kPlain16Fp32Bytes (o_proj and the head at GLM-5's widths): it streams the rows straight from
+  // global memory, while the mma path's 8 KB ring slots leave one CTA per SM on SM120. H200, SM120
+  // tiles (bench/RESULTS.md 2026-11-30 "16-bit weights on the fp32 path"): BF16 o_proj at one
+  // token 64.5 -> 56.0 us (74 -> 85% of copy bandwidth), at two 71.1 -> 64.7; the head at
+  // SM120's CTAs per SM 515.5 -> 452.2 (one token), 576.3 -> 545.8 (two) -- at the H200's own
+  // occupancy, where two mma CTAs share an SM, the head loses 4% and 12% instead: the rule
+  // follows the tile target. Smaller products (q_a, q_b, kv_a) and three or more tokens are
+  // faster on the mma path (F16 at eight tokens 2.6-2.9x: head 1919.5 -> 659.2 us).
+  const bool plain16Fp32 = ti->blockElems == 1 && ti->id != kF32 && tokens <= 2 &&
+                           qlinearRowBytes(type, K) * N >= kPlain16Fp32Bytes;
+  const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync && !plain16Fp32 && !fp32Path;
+  if (!mma && !fp32Path) {
     rejected += "\n  qlinear_mv_mma: ";
     rejected += actF32         ? "needs bf16 activations (f32 runs the exact fp32 path)"
                 : !ti->mmaStep ? std::string("no mma step for ") + ti->name +
                                      " (F32 weights would lose bits as bf16 or fp16 fragments)"
-                : f16One       ? "F16 at one token takes the fp32 path (faster there)"
+                : plain16Fp32  ? std::string(ti->name) +
+                                     " at one or two tokens takes the fp32 path on products of "
+                                     "at least " + std::to_string(kPlain16Fp32Bytes >> 20) +
+                                     " MiB (faster there)"
                                : std::string(tiles.name) + " has no mma.sync";
   }
   // Candidates, preferred first. mma: a 2-deep ring (the shared memory it saves buys resident
@@ -298,16 +314,33 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                     rejected.c_str());
 }
 
+} // namespace
+
+glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
+                                              int64_t N, int tokens, bool actF32,
+                                              int64_t launchBytes) {
+  return selectImpl(tiles, type, K, N, tokens, actF32, launchBytes, false);
+}
+
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t type, int64_t K,
+                                                  int64_t N, int tokens) {
+  if (tokens < 1 || tokens > 8)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "the fp32 decode path takes 1-8 tokens, not %d", tokens);
+  return selectImpl(tiles, type, K, N, tokens, false, 0, true);
+}
+
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
                                                   int64_t kc, int xf16) {
   auto cfg = selectQLinear(tiles, type, K, N, tokens, false);
   if (!cfg.isOk())
     return cfg;
-  if (cfg->kind != QLinearKind::kDecode || !cfg->mma)
+  const TypeInfo &ti = *findType(type);
+  // (The registry's own choice may be the fp32 path: BF16 and F16 on large products.)
+  if (cfg->kind != QLinearKind::kDecode || !ti.mmaStep || !tiles.mmaSync)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
-  const TypeInfo &ti = *findType(type);
   const bool rows16 = decodeRows16(true, ti, K);
   const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens, rows16) : xf16 != 0;
   if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)

@@ -64,6 +64,12 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                                               int64_t N, int tokens, bool actF32 = false,
                                               int64_t launchBytes = 0);
 
+// The decode kernel of selectQLinear on the fp32 path (dequantized weights, fp32 FMA, one warp
+// per row group), whatever the type's rule would pick (benchmark A/B of the two paths); 1-8
+// tokens.
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t type, int64_t K,
+                                                  int64_t N, int tokens);
+
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
 // xf16: -1 the registry's rule (qlinearXf16), 0 or 1 forced (Q4_K, Q5_K and Q8_0 only).

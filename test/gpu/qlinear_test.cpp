@@ -175,6 +175,19 @@ GPU_TEST(qlinear_decode) {
         GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
         runDecode(ctx, report, cfg, fn, qw, T, f32, false, what);
       }
+      // The fp32 path with bf16 activations, which BF16 and F16 weights take on large products
+      // at one or two tokens (selectQLinear; this shape takes the mma path).
+      for (int T : {1, 2}) {
+        if (f32 || (type != GgmlType::F16 && type != GgmlType::BF16))
+          break;
+        GPU_TRY(cfg, qlinearDecodeFp32(ctx.tiles, uint32_t(type), qw.K, N, T));
+        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+        if (ctx.compileOnly)
+          continue;
+        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+        runDecode(ctx, report, cfg, fn, qw, T, f32, false,
+                  caseName("qlinear_decode fp32 path", type, f32, T, qw.K, N));
+      }
     }
 }
 
