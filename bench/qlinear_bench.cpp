@@ -7,7 +7,7 @@
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
 //                            [--reps N] [--mv-tiles reg,fp32,W:S:KC,...] [--splits 0,3,...]
-//                            [--sm120-occupancy]
+//                            [--sm120-occupancy] [--pdl]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
@@ -18,6 +18,8 @@
 // --sm120-occupancy pads each launch's shared memory so that this device's SM holds as many CTAs
 // as the tile target's would (its shared memory per SM; registers bind alike on both), as
 // SM120's 100 KB run them, instead of the H200's 228 KB ("o<N>" in the variant column).
+// --pdl launches each product overlapped with the one before it in the timed graph (programmatic
+// dependent launch), as the cuda backend launches kernels.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -78,6 +80,7 @@ int main(int argc, char **argv) {
   std::vector<int> tokenCounts = {1, 8};
   std::string defines, defineTag;
   std::vector<std::string> mvTiles = {"reg"};
+  bool pdl = false;
   std::vector<int> splitChoices = {0};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -94,7 +97,9 @@ int main(int argc, char **argv) {
     else if (a == "--define" && i + 1 < argc) {
       defines += glm5c::bench::defineLine(argv[++i]);
       defineTag += std::string("+") + argv[i];
-    } else if (a == "--mv-tiles" && i + 1 < argc)
+    } else if (a == "--pdl") // each launch overlapped with the one before, as the runtime's
+      pdl = true;
+    else if (a == "--mv-tiles" && i + 1 < argc)
       mvTiles = splitList(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) {
       splitChoices.clear();
@@ -110,7 +115,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
-                   "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy]\n",
+                   "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy] "
+                   "[--pdl]\n",
                    argv[0]);
       return 2;
     }
@@ -259,8 +265,10 @@ int main(int argc, char **argv) {
               int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = l.kPerSplit;
               auto launch = [&](cu::DevicePtr wp) {
                 void *args[] = {&wp, &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
-                CHECK_OK(drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem, stream, args,
-                                    "qlinear_decode"));
+                CHECK_OK(pdl ? drv.launchOverlapped(fn, l.gridX, l.gridY, 1, l.threads, 1, l.smem,
+                                                    stream, args, "qlinear_decode")
+                             : drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem,
+                                          stream, args, "qlinear_decode"));
               };
 
               // Correctness: one launch, 64 sampled rows against a double-precision host product.
