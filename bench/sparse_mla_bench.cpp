@@ -577,8 +577,9 @@ int main(int argc, char **argv) {
                 const int chosen =
                     sparseMlaDecodeSplits(k.cfg, devTarget ? *devTarget : *tiles, B, H);
                 double kvBytes = double(B) * ctx * 1152;
-                int sets = gSets > 0 ? gSets
-                                     : std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
+                int sets = gSets > 0
+                               ? gSets
+                               : std::clamp(static_cast<int>(std::ceil(256e6 / kvBytes)), 1, 8);
                 const int64_t groups = int64_t(B) * ((H + k.cfg.heads - 1) / k.cfg.heads);
                 const bool chosenSpread = glm5rt::launch::sparseMlaSpread(
                     chosen, groups, k.cfg.ctasPerSm, drv.info().smCount);

@@ -21,10 +21,10 @@
 // (tokens are the n8 columns).
 //
 // Decode otherwise (f32 activations: the exact validation path; F32 weights; BF16 and F16 at
-// one or two tokens on large products, the registry's choice): a warp owns GLM_RPW rows in turn; lane l dequantizes 32-element
-// sub-blocks l, l + 32, ... of a row to fp32 (glm_dq32, exact) and multiplies them with x staged
-// as fp32 (rows of 32 padded to 36 floats, so the lanes' 16-byte reads fall in distinct banks); a
-// warp sum ends the row.
+// one or two tokens on large products, the registry's choice): a warp owns GLM_RPW rows in
+// turn; lane l dequantizes 32-element sub-blocks l, l + 32, ... of a row to fp32 (glm_dq32,
+// exact) and multiplies them with x staged as fp32 (rows of 32 padded to 36 floats, so the
+// lanes' 16-byte reads fall in distinct banks); a warp sum ends the row.
 //
 // Split K (gridDim.y > 1): each split writes fp32 partials ws[split][t][n]; the last CTA of a row
 // tile (counted in counters[blockIdx.x], zero before the first launch and reset to zero by that

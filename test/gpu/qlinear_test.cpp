@@ -166,27 +166,27 @@ GPU_TEST(qlinear_decode) {
       Rng rng(uint32_t(type) + 100);
       if (!ctx.compileOnly && !makeWeight(qw, rng, report))
         return;
-      for (int T : {1, 3, 8}) {
-        std::string what = caseName("qlinear_decode", type, f32, T, qw.K, N);
-        GPU_TRY(cfg, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
-        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-        if (ctx.compileOnly)
+      // The registry's choice at 1, 3 and 8 tokens, and the fp32 path with bf16 activations at
+      // one and two, which BF16 and F16 weights take on large products (selectQLinear; this
+      // shape takes the mma path).
+      struct Case {
+        int T;
+        bool fp32Path;
+      };
+      const Case cases[] = {{1, false}, {3, false}, {8, false}, {1, true}, {2, true}};
+      for (Case c : cases) {
+        if (c.fp32Path && (f32 || (type != GgmlType::F16 && type != GgmlType::BF16)))
           continue;
-        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-        runDecode(ctx, report, cfg, fn, qw, T, f32, false, what);
-      }
-      // The fp32 path with bf16 activations, which BF16 and F16 weights take on large products
-      // at one or two tokens (selectQLinear; this shape takes the mma path).
-      for (int T : {1, 2}) {
-        if (f32 || (type != GgmlType::F16 && type != GgmlType::BF16))
-          break;
-        GPU_TRY(cfg, qlinearDecodeFp32(ctx.tiles, uint32_t(type), qw.K, N, T));
+        const int T = c.T;
+        GPU_TRY(cfg, c.fp32Path ? qlinearDecodeFp32(ctx.tiles, uint32_t(type), qw.K, N, T)
+                                : selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
         GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
         if (ctx.compileOnly)
           continue;
         GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
         runDecode(ctx, report, cfg, fn, qw, T, f32, false,
-                  caseName("qlinear_decode fp32 path", type, f32, T, qw.K, N));
+                  caseName(c.fp32Path ? "qlinear_decode fp32 path" : "qlinear_decode", type, f32,
+                           T, qw.K, N));
       }
     }
 }
