@@ -31,6 +31,9 @@ constexpr TypeInfo kTypes[] = {
     {13, "Q5_K", 256, 176, true, 32, true, 32, 0}, {14, "Q6_K", 256, 210, true, 16, false, -1, 0},
 };
 
+// BF16 and F16: 16-bit values without blocks or scales (dequant.cuh GLM_MV_PLAIN16).
+bool plain16(const TypeInfo &t) { return t.blockElems == 1 && t.blockBytes == 2; }
+
 const TypeInfo *findType(uint32_t id) {
   for (const TypeInfo &t : kTypes)
     if (t.id == id)
@@ -63,7 +66,7 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
+constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
 // Bytes from which BF16 and F16 decode products of one or two tokens take the fp32 path
 // (selectImpl).
 constexpr int64_t kPlain16Fp32Bytes = int64_t(128) << 20;
@@ -110,7 +113,7 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   // lost 25-35%).
   const int64_t bytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(ti.id, K) * N;
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
-  cfg.l1Copies = mma && ti.blockElems == 1; // BF16, F16 (dequant.cuh GLM_MV_PLAIN16)
+  cfg.l1Copies = mma && plain16(ti);
   cfg.xf16 = mma && xf16;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
@@ -237,7 +240,7 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   // occupancy, where two mma CTAs share an SM, the head loses 4% and 12% instead: the rule
   // follows the tile target. Smaller products (q_a, q_b, kv_a) and three or more tokens are
   // faster on the mma path (F16 at eight tokens 2.6-2.9x: head 1919.5 -> 659.2 us).
-  const bool plain16Fp32 = ti->blockElems == 1 && ti->id != kF32 && tokens <= 2 &&
+  const bool plain16Fp32 = plain16(*ti) && tokens <= 2 &&
                            qlinearRowBytes(type, K) * N >= kPlain16Fp32Bytes;
   const bool mma = ti->mmaStep && !actF32 && tiles.mmaSync && !plain16Fp32 && !fp32Path;
   if (!mma && !fp32Path) {
