@@ -356,6 +356,17 @@ __device__ __forceinline__ void glm_dq32(const glm_u8 *row, long long s, float (
 #endif
 }
 
+// 32 values as bf16 at dst (16-byte aligned): four 16-byte stores.
+__device__ __forceinline__ void glm_store_bf16x32(const float (&v)[32], glm_bf16 *dst) {
+  uint4 *d = reinterpret_cast<uint4 *>(dst);
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    d[q] = make_uint4(glm_pack_bf16x2(v[8 * q], v[8 * q + 1]),
+                      glm_pack_bf16x2(v[8 * q + 2], v[8 * q + 3]),
+                      glm_pack_bf16x2(v[8 * q + 4], v[8 * q + 5]),
+                      glm_pack_bf16x2(v[8 * q + 6], v[8 * q + 7]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The mma decode step (see the header comment). Only for the types with GLM_MV_MMA, bf16
 // activations and a decode instantiation (GLM_TOKENS defined).

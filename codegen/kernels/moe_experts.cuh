@@ -308,13 +308,7 @@ __device__ __forceinline__ void glm_mx_mma(const glm_act *xr0, const glm_act *xr
         for (int j = 0; j < 32; ++j)
           v[j] = 0.f;
       }
-      uint4 *dst = reinterpret_cast<uint4 *>(wt + wn_row * GLM_MX_PROW + 32 * wsb);
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        dst[q] = make_uint4(glm_pack_bf16x2(v[8 * q], v[8 * q + 1]),
-                            glm_pack_bf16x2(v[8 * q + 2], v[8 * q + 3]),
-                            glm_pack_bf16x2(v[8 * q + 4], v[8 * q + 5]),
-                            glm_pack_bf16x2(v[8 * q + 6], v[8 * q + 7]));
+      glm_store_bf16x32(v, wt + wn_row * GLM_MX_PROW + 32 * wsb);
     }
     glm_cp_async_wait<0>();
     __syncthreads();

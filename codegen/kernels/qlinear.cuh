@@ -661,13 +661,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, 2)
         for (int j = 0; j < 32; ++j)
           v[j] = 0.f;
       }
-      uint4 *dst = reinterpret_cast<uint4 *>(wt + n * GLM_PROW + 32 * sb);
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        dst[q] = make_uint4(glm_pack_bf16x2(v[8 * q], v[8 * q + 1]),
-                            glm_pack_bf16x2(v[8 * q + 2], v[8 * q + 3]),
-                            glm_pack_bf16x2(v[8 * q + 4], v[8 * q + 5]),
-                            glm_pack_bf16x2(v[8 * q + 6], v[8 * q + 7]));
+      glm_store_bf16x32(v, wt + n * GLM_PROW + 32 * sb);
     }
     glm_cp_async_wait<0>();
     __syncthreads();
