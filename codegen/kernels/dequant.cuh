@@ -113,6 +113,13 @@ typedef unsigned char glm_u8;
 #else
 #error "unsupported GLM_WTYPE"
 #endif
+// More than four tokens: the x sums of the scale groups come from the tensor core in the steps
+// (glm_mv_xsum), not from the staging.
+#if defined(GLM_TOKENS) && GLM_TOKENS > 4 && GLM_XSUM_GRAN != 0
+#define GLM_MV_XSUM_MMA 1
+#else
+#define GLM_MV_XSUM_MMA 0
+#endif
 
 // The mma decode step: 256 elements of a row (one K-quant block, eight 32-element blocks).
 #define GLM_MV_STEP 256
@@ -482,6 +489,30 @@ static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
 __device__ __forceinline__ void glm_mv_mma(float (&d)[4], const uint32_t (&a)[4], uint2 b) {
   glm_mma_16816<GLM_MV_XF16 != 0>(d, a, b.x, b.y);
 }
+// x sums with more than four tokens (GLM_MV_XSUM_MMA, above): the tensor core adds a scale
+// group's x, as an mma of an A fragment of ones with the group's B fragments (the same registers
+// the weights' mma takes), into s: s[0], s[1] are the sums of tokens 2t and 2t + 1 (s[2], s[3]
+// the same again), the columns of this thread's C fragment, which is where the fold needs them.
+// Two or one mma per group replace the staging's sums, whose conversions, adds and shuffles grow
+// with the tokens, and the fold's shared-memory load. Measured on the H200 (SM120 tiles): eight
+// tokens 2-5% faster for every quantized type, two tokens 2-4% slower (the staging's sums are
+// cheap there). The products are exact (x times 1); the sum is rounded as an fp32 accumulation.
+__device__ __forceinline__ void glm_mv_xsum(float (&s)[4], uint2 b) {
+#if GLM_MV_XSUM_MMA
+  constexpr uint32_t kOne = GLM_MV_XF16 ? 0x3C003C00u : 0x3F803F80u; // (1, 1) as fp16 or bf16
+  const uint32_t a[4] = {kOne, kOne, kOne, kOne};
+  glm_mv_mma(s, a, b);
+#endif
+}
+// The fold's x sums of tokens 2t, 2t + 1: from glm_mv_xsum's s, or staged ([group][8 tokens],
+// xg at the group's first token).
+__device__ __forceinline__ float2 glm_mv_sx(const float (&s)[4], const float *xg, int t) {
+#if GLM_MV_XSUM_MMA
+  return make_float2(s[0], s[1]);
+#else
+  return *reinterpret_cast<const float2 *>(xg + 2 * t);
+#endif
+}
 // A registers of the low (hi = 0) or high nibbles of a quant word: the pairs of bytes 0 and 2
 // (.x: elements (e, e+2)) and of bytes 1 and 3 (.y: (e+1, e+3)). fp16 (GLM_MV_XF16): 1024 + q,
 // or 1024 + 16 q for high nibbles; bf16: 128 + q.
@@ -558,15 +589,16 @@ __device__ __forceinline__ void glm_q6k_step(const glm_u8 *ra, const glm_u8 *rb,
 #endif
         const int is = 8 * n + 2 * qq + hp; // the 16-element sub-block, also its x-sum group
 #if !GLM_MV_COLS
-        float D[4] = {0.f, 0.f, 0.f, 0.f};
+        float D[4] = {0.f, 0.f, 0.f, 0.f}, Ds[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
         const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 16 * is, 2 * qq + hp);
         glm_mma_bf16_16816(D, a, bx.x, bx.y);
 #if !GLM_MV_COLS
+        glm_mv_xsum(Ds, bx);
         // value = d sc (v - 32): D' = sum (128 + v) x, so subtract 160 sum x.
         const float dsa = glm_mul_s8(da2, dan, ra[192 + is]);
         const float dsb = glm_mul_s8(db2, dbn, rb[192 + is]);
-        const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * is + 2 * t);
+        const float2 sx = glm_mv_sx(Ds, xsum + 8 * is, t);
         glm_mv_fold(acc, D, dsa, 160.f * dsa, dsb, 160.f * dsb, sx);
 #endif
       }
@@ -626,7 +658,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
     for (int hi = 0; hi < 2; ++hi) {
       const int j = 2 * c + hi; // sub-block
 #if !GLM_MV_COLS
-      float D[4] = {0.f, 0.f, 0.f, 0.f};
+      float D[4] = {0.f, 0.f, 0.f, 0.f}, Ds[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
@@ -650,13 +682,16 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
         const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * j + 16 * ks, j);
         glm_mv_mma(D, a, bx);
+#if !GLM_MV_COLS
+        glm_mv_xsum(Ds, bx);
+#endif
       }
 #if !GLM_MV_COLS
       const float d1a = glm_mul_byte_u(hi ? da16 : da, j < 4 ? sa.sc_lo : sa.sc_hi, j, one);
       const float d1b = glm_mul_byte_u(hi ? db16 : db, j < 4 ? sb.sc_lo : sb.sc_hi, j, one);
       const float m1a = glm_mul_byte_u(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j, one);
       const float m1b = glm_mul_byte_u(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j, one);
-      const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * j + 2 * t);
+      const float2 sx = glm_mv_sx(Ds, xsum + 8 * j, t);
       glm_mv_fold(acc, D, d1a, fmaf(kOff, d1a, m1a), d1b, fmaf(kOff, d1b, m1b), sx);
 #endif
     }
@@ -695,7 +730,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
     const glm_u8 *ba = ra + GLM_QBYTES * jb, *bb = rb + GLM_QBYTES * jb;
 #if !GLM_MV_COLS
     const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
-    float D[4] = {0.f, 0.f, 0.f, 0.f};
+    float D[4] = {0.f, 0.f, 0.f, 0.f}, Ds[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
     // With 16-byte-aligned rows (GLM_MV_ROWS16) a step starts 16-byte aligned in its slot, so
     // an odd block's quant words are 4-byte aligned (blocks of 34 and 18 bytes): one load
@@ -732,10 +767,13 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
       const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
       glm_mv_mma(D, a, bx);
+#if !GLM_MV_COLS && GLM_MV_XF16
+      glm_mv_xsum(Ds, bx);
+#endif
     }
 #if !GLM_MV_COLS && GLM_MV_XF16
     // value = d q: D' = sum (1152 + q) x, so subtract 1152 sum x.
-    const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
+    const float2 sx = glm_mv_sx(Ds, xsum + 8 * jb, t);
     glm_mv_fold(acc, D, da, 1152.f * da, db, 1152.f * db, sx);
 #elif !GLM_MV_COLS
     acc[0] = fmaf(da, D[0], acc[0]);
@@ -752,10 +790,13 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
       const uint32_t a[4] = {pa.x, pb.x, pa.y, pb.y};
       const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
       glm_mv_mma(D, a, bx);
+#if !GLM_MV_COLS
+      glm_mv_xsum(Ds, bx);
+#endif
     }
 #if !GLM_MV_COLS
     // value = d (q - 8): D' = sum (128 + q) x, so subtract 136 sum x.
-    const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
+    const float2 sx = glm_mv_sx(Ds, xsum + 8 * jb, t);
     glm_mv_fold(acc, D, da, 136.f * da, db, 136.f * db, sx);
 #endif
 #endif

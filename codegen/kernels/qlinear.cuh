@@ -102,7 +102,7 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + 16) // the cover of a 2-aligned range
 #endif
 #define GLM_SLOT_CHUNKS ((GLM_SLOT - GLM_MV_SLOT_PAD) / 16) // the cover's chunks (copied)
-#if GLM_XSUM_GRAN
+#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA // staged x sums (up to four tokens)
 #define GLM_XSUM_BYTES (GLM_KC / GLM_XSUM_GRAN * 8 * 4)
 #else
 #define GLM_XSUM_BYTES 0
@@ -161,92 +161,120 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
 }
 
 #if GLM_MV_USE_MMA
-// Stages x[:, k0 .. k0 + kc) (kc a multiple of 32, at most GLM_KC) as bf16 in fragment order,
-// and the fp32 sums of each GLM_XSUM_GRAN group of the same (bf16) values, [group][8 tokens].
-// The CTA walks the GLM_TOKENS x GLM_KC / 8 grid of 8-element units (one 16-byte load each; x
-// rows start 16-byte aligned, K being a multiple of 32) token-major with a compile-time stride:
-// no run-time division (that and 4-element units were a fifth of a T = 8 step's instructions).
-// Units at or past kc are skipped. A scale group is GLM_XSUM_GRAN / 8 aligned lanes (GLM_KC / 8
-// is a multiple of 32), which the shuffle sums rely on; every lane runs the same trip count.
-// Loads go out in pairs before either is used; the loop over pairs stays rolled (unrolled, BF16
-// at T = 8 with 128 threads spilled).
+// x staging: x[:, k0 .. k0 + kc) (kc a multiple of 32, at most GLM_KC) as bf16 in fragment
+// order, per chunk; with up to four tokens also the fp32 sums of each GLM_XSUM_GRAN group of the
+// same (bf16) values, [group][8 tokens] (with more, the steps sum x: GLM_MV_XSUM_MMA). A unit is
+// 8 elements of one token, one 16-byte load (x rows start 16-byte aligned, K being a multiple of
+// 32). Thread tid's units are the same in every chunk: tokens tok0, tok0 + kXTokStride, ... and
+// in each the units u0 + GLM_THREADS j, j < kXInner (glm_xstage_of), so a chunk's addresses are
+// one pointer per thread and compile-time strides (per-unit index math, redone per chunk, was
+// as many instructions as the loads, stores and sums at eight tokens). Where the block holds
+// whole token rows of units, a thread stages one unit of every kXTokStride-th token; otherwise
+// unit tid (and tid + GLM_THREADS ...) of every token, the threads past the row's end idle in its
+// last round. Units at or past kc are skipped. A scale group is GLM_XSUM_GRAN / 8 aligned lanes,
+// which the shuffle sums rely on; tok0 is warp-uniform (kXUnits is a multiple of 32), so every
+// lane of a warp runs the same trip count. Loads go out two at a time before either is used (one
+// at a time for BF16 and F16: pairs spilled at the 96-register bound with 128 threads).
 // GLM_MV_XF16: the values are staged as fp16 of x * xsc (xsc a power of two), the x sums are
 // those fp16 values' sums, and the result is the largest |x * xsc| this thread staged (over
 // 65504: some value became inf, and the caller stages the chunk again with a smaller xsc).
-__device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
-                                             float *xsum, int K, int k0, int kc, float xsc = 1.f) {
-  float xmax = 0.f;
-  constexpr unsigned kUnits = GLM_KC / 8; // per token
-  constexpr int kIters = (GLM_TOKENS * kUnits + GLM_THREADS - 1) / GLM_THREADS;
-  // BF16 / F16 (at the 96-register bound with 128 threads) load one unit at a time: pairs
-  // spilled.
-  constexpr int kBatch = kIters < 2 || GLM_MV_PLAIN16 ? 1 : 2;
-  static_assert(kUnits % 4 == 0, "32-element groups are whole quads of lanes");
-  const unsigned units = static_cast<unsigned>(kc) / 8;
-  auto where = [&](int i, unsigned &tok, unsigned &u) { // unit i of this thread; false: none
-    const unsigned idx = static_cast<unsigned>(i) * GLM_THREADS + threadIdx.x;
-    tok = idx / kUnits, u = idx % kUnits;
-    return i < kIters && tok < GLM_TOKENS && u < units;
-  };
-#pragma unroll 1
-  for (int i0 = 0; i0 < kIters; i0 += kBatch) {
-    uint4 v[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      unsigned tok, u;
-      v[b] = where(i0 + b, tok, u)
-                 ? *reinterpret_cast<const uint4 *>(x + static_cast<size_t>(tok) * K + k0 + 8 * u)
-                 : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      unsigned tok, u;
-      const bool ok = where(i0 + b, tok, u);
-#if GLM_MV_XF16
-      uint32_t *h = reinterpret_cast<uint32_t *>(&v[b]);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) { // bf16 pair -> fp16 pair, same halves
-        const float lo = __uint_as_float(h[q] << 16) * xsc;
-        const float hi = __uint_as_float(h[q] & 0xFFFF0000u) * xsc;
-        xmax = fmaxf(xmax, fmaxf(fabsf(lo), fabsf(hi)));
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[q]) : "f"(hi), "f"(lo));
-      }
-#endif
-      // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
-      const uint2 g0 =
-          make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410), __byte_perm(v[b].x, v[b].y, 0x7632));
-      const uint2 g1 =
-          make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410), __byte_perm(v[b].z, v[b].w, 0x7632));
-      if (ok) {
-        glm_bf16 *row = xs + tok * GLM_XROW;
+constexpr int kXUnits = GLM_KC / 8; // per token and chunk
+constexpr int kXTokStride = GLM_THREADS % kXUnits == 0 ? GLM_THREADS / kXUnits : 1;
+constexpr int kXInner = kXTokStride > 1 ? 1 : (kXUnits + GLM_THREADS - 1) / GLM_THREADS;
+static_assert(kXUnits % 32 == 0, "chunks of whole warps of units (tok0 warp-uniform)");
+struct glm_xstage {
+  int src;     // element offset in x of the first unit: tok0 K + 8 u0
+  int dst;     // element offset in xs of its staged place (unit j: + 8 GLM_THREADS j)
+  int tok0;    // first token
+  unsigned u0; // first unit of a token
+};
+__device__ __forceinline__ glm_xstage glm_xstage_of(int K) {
+  glm_xstage st;
+  st.tok0 = kXTokStride > 1 ? static_cast<int>(threadIdx.x) / kXUnits : 0;
+  st.u0 = kXTokStride > 1 ? threadIdx.x % kXUnits : threadIdx.x;
+  st.src = st.tok0 * K + 8 * static_cast<int>(st.u0);
 #if GLM_MV_P8
-        // glm_x_perm_group: groups 2u, 2u + 1 go to p and p + 4 (p = 8 (u / 4) + u % 4).
-        const unsigned p = 8 * (u / 4) + u % 4;
-        *reinterpret_cast<uint2 *>(row + 4 * p) = g0;
-        *reinterpret_cast<uint2 *>(row + 4 * p + 16) = g1;
+  // glm_x_perm_group: groups 2u, 2u + 1 go to p and p + 4 (p = 8 (u / 4) + u % 4), elements 4p..
+  // and 4p + 16..; unit u + GLM_THREADS j has p + 2 GLM_THREADS j (GLM_THREADS % 4 == 0).
+  st.dst = st.tok0 * GLM_XROW + 4 * static_cast<int>(8 * (st.u0 / 4) + st.u0 % 4);
 #else
-        *reinterpret_cast<uint4 *>(row + 8 * u) = make_uint4(g0.x, g0.y, g1.x, g1.y);
+  st.dst = st.tok0 * GLM_XROW + 8 * static_cast<int>(st.u0);
+#endif
+  return st;
+}
+__device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_bf16 *xs,
+                                             float *xsum, int K, int k0, int kc,
+                                             float xsc = 1.f) {
+  float xmax = 0.f;
+  const glm_xstage st = glm_xstage_of(K); // a few instructions per chunk; no registers held
+  constexpr int kBatch = GLM_MV_PLAIN16 ? 1 : 2;
+  const unsigned units = static_cast<unsigned>(kc) / 8;
+  const glm_act *src = x + k0 + st.src;
+  glm_bf16 *dst = xs + st.dst;
+#pragma unroll(kXInner == 1 && kBatch == 2 && GLM_TOKENS > kXTokStride ? 2 : 1)
+  for (int tok = st.tok0; tok < GLM_TOKENS; tok += kXTokStride) {
+#pragma unroll
+    for (int j0 = 0; j0 < kXInner; j0 += kBatch) {
+      uint4 v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int j = j0 + b;
+        v[b] = j < kXInner && st.u0 + GLM_THREADS * j < units
+                   ? *reinterpret_cast<const uint4 *>(src + 8 * GLM_THREADS * j)
+                   : make_uint4(0u, 0u, 0u, 0u);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int j = j0 + b;
+        if (j >= kXInner)
+          break;
+        const unsigned u = st.u0 + GLM_THREADS * j;
+#if GLM_MV_XF16
+        uint32_t *h = reinterpret_cast<uint32_t *>(&v[b]);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) { // bf16 pair -> fp16 pair, same halves
+          const float lo = __uint_as_float(h[q] << 16) * xsc;
+          const float hi = __uint_as_float(h[q] & 0xFFFF0000u) * xsc;
+          xmax = fmaxf(xmax, fmaxf(fabsf(lo), fabsf(hi)));
+          asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[q]) : "f"(hi), "f"(lo));
+        }
+#endif
+        // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
+        const uint2 g0 = make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410),
+                                    __byte_perm(v[b].x, v[b].y, 0x7632));
+        const uint2 g1 = make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410),
+                                    __byte_perm(v[b].z, v[b].w, 0x7632));
+        if (u < units) {
+          glm_bf16 *d = dst + 8 * GLM_THREADS * j;
+#if GLM_MV_P8
+          *reinterpret_cast<uint2 *>(d) = g0;
+          *reinterpret_cast<uint2 *>(d + 16) = g1;
+#else
+          *reinterpret_cast<uint4 *>(d) = make_uint4(g0.x, g0.y, g1.x, g1.y);
+#endif
+        }
+#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
+        const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#if GLM_MV_XF16
+          s += glm_f16_to_f32(static_cast<unsigned short>(w[q])) +
+               glm_f16_to_f32(static_cast<unsigned short>(w[q] >> 16));
+#else
+          s += __uint_as_float(w[q] << 16) + __uint_as_float(w[q] & 0xFFFF0000u);
+#endif
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+#if GLM_XSUM_GRAN == 32
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+#endif
+        if (u < units && u % (GLM_XSUM_GRAN / 8) == 0)
+          xsum[u / (GLM_XSUM_GRAN / 8) * 8 + tok] = s;
 #endif
       }
-#if GLM_XSUM_GRAN
-      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
-      float s = 0.f;
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-#if GLM_MV_XF16
-        s += glm_f16_to_f32(static_cast<unsigned short>(w[q])) +
-             glm_f16_to_f32(static_cast<unsigned short>(w[q] >> 16));
-#else
-        s += __uint_as_float(w[q] << 16) + __uint_as_float(w[q] & 0xFFFF0000u);
-#endif
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-#if GLM_XSUM_GRAN == 32
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-#endif
-      if (ok && u % (GLM_XSUM_GRAN / 8) == 0)
-        xsum[u / (GLM_XSUM_GRAN / 8) * 8 + tok] = s;
-#endif
     }
+    src += kXTokStride * K;
+    dst += kXTokStride * GLM_XROW;
   }
   return xmax;
 }
@@ -286,7 +314,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   const int g = lane / 4, t = lane % 4;
   const int wrow0 = row0 + warp * 16;
   const int nsteps = k_end > k_begin ? (k_end - k_begin + GLM_MV_STEP - 1) / GLM_MV_STEP : 0;
-#if GLM_XSUM_GRAN
+#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
   for (int i = tid; i < GLM_KC / GLM_XSUM_GRAN * 8; i += GLM_THREADS)
     if (i % 8 >= GLM_TOKENS)
       xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
@@ -449,7 +477,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #endif
     const glm_u8 *ra = slot + g * GLM_SLOT + mis_a;
     const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + mis_b;
-#if GLM_XSUM_GRAN
+#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
     const float *xsum_step = xsum + e / GLM_XSUM_GRAN * 8;
 #else
     const float *xsum_step = xsum;
