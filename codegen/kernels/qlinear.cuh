@@ -102,7 +102,7 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_SLOT ((GLM_MV_STEP_BYTES + 15) / 16 * 16 + 16) // the cover of a 2-aligned range
 #endif
 #define GLM_SLOT_CHUNKS ((GLM_SLOT - GLM_MV_SLOT_PAD) / 16) // the cover's chunks (copied)
-#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA // staged x sums (up to four tokens)
+#if GLM_XSUM_STAGED // x sums staged with x (dequant.cuh)
 #define GLM_XSUM_BYTES (GLM_KC / GLM_XSUM_GRAN * 8 * 4)
 #else
 #define GLM_XSUM_BYTES 0
@@ -162,8 +162,8 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
 
 #if GLM_MV_USE_MMA
 // x staging: x[:, k0 .. k0 + kc) (kc a multiple of 32, at most GLM_KC) as bf16 in fragment
-// order, per chunk; with up to four tokens also the fp32 sums of each GLM_XSUM_GRAN group of the
-// same (bf16) values, [group][8 tokens] (with more, the steps sum x: GLM_MV_XSUM_MMA). A unit is
+// order, per chunk; where the fold takes them from here (GLM_XSUM_STAGED) also the fp32 sums of
+// each GLM_XSUM_GRAN group of the same (bf16) values, [group][8 tokens]. A unit is
 // 8 elements of one token, one 16-byte load (x rows start 16-byte aligned, K being a multiple of
 // 32). Thread tid's units are the same in every chunk: tokens tok0, tok0 + kXTokStride, ... and
 // in each the units u0 + GLM_THREADS j, j < kXInner (glm_xstage_of), so a chunk's addresses are
@@ -253,7 +253,7 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ x, glm_
           *reinterpret_cast<uint4 *>(d) = make_uint4(g0.x, g0.y, g1.x, g1.y);
 #endif
         }
-#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
+#if GLM_XSUM_STAGED
         const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
         float s = 0.f;
 #pragma unroll
@@ -314,7 +314,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   const int g = lane / 4, t = lane % 4;
   const int wrow0 = row0 + warp * 16;
   const int nsteps = k_end > k_begin ? (k_end - k_begin + GLM_MV_STEP - 1) / GLM_MV_STEP : 0;
-#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
+#if GLM_XSUM_STAGED
   for (int i = tid; i < GLM_KC / GLM_XSUM_GRAN * 8; i += GLM_THREADS)
     if (i % 8 >= GLM_TOKENS)
       xsum[i] = 0.f; // padding tokens: never written by the staging, read by the fold
@@ -477,7 +477,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #endif
     const glm_u8 *ra = slot + g * GLM_SLOT + mis_a;
     const glm_u8 *rb = slot + (g + 8) * GLM_SLOT + mis_b;
-#if GLM_XSUM_GRAN && !GLM_MV_XSUM_MMA
+#if GLM_XSUM_STAGED
     const float *xsum_step = xsum + e / GLM_XSUM_GRAN * 8;
 #else
     const float *xsum_step = xsum;

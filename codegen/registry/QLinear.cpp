@@ -162,7 +162,7 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
   // Q8_0's fp16 quants fold their offset with x sums, which its bf16 step has none of. Up to four
-  // tokens stage them; with more the steps sum x on the tensor core (GLM_MV_XSUM_MMA).
+  // tokens stage them; with more the tensor core takes them (GLM_MV_XSUM_MMA, _OFFSET_MMA).
   const int gran = xf16 && t->xf16Gran >= 0 ? t->xf16Gran : t->xsumGran;
   const int64_t xsum = gran && tokens <= 4 ? int64_t(kChunk) / gran * 8 * 4 : 0;
   return xs + xsum + int64_t(warps) * stages * 16 * slot;
