@@ -165,7 +165,9 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   // tokens stage them; with more the tensor core takes them (GLM_MV_XSUM_MMA, _OFFSET_MMA).
   const int gran = xf16 && t->xf16Gran >= 0 ? t->xf16Gran : t->xsumGran;
   const int64_t xsum = gran && tokens <= 4 ? int64_t(kChunk) / gran * 8 * 4 : 0;
-  return xs + xsum + int64_t(warps) * stages * 16 * slot;
+  // BF16 and F16 with more than four tokens: the next x chunk's copy (GLM_XRAW_BYTES).
+  const int64_t xraw = plain16(*t) && tokens > 4 ? int64_t(tokens) * kChunk * 2 : 0;
+  return xs + xsum + xraw + int64_t(warps) * stages * 16 * slot;
 }
 
 namespace {
