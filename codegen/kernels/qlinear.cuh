@@ -290,7 +290,8 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ src0, i
   return xmax;
 }
 // GLM_MV_XPREFETCH: cp.async of x[:, k0 .. k0 + kc) into raw ([token][GLM_KC]), the same units per
-// thread as the staging (the caller commits them with a step's weights).
+// thread as the staging (the caller commits them with a step's weights). Through L1 (.ca): every
+// CTA on an SM copies the same chunk.
 __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, glm_bf16 *raw, int K,
                                                int k0, int kc) {
   const glm_xstage st = glm_xstage_of(K);
@@ -301,7 +302,7 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 #pragma unroll
     for (int j = 0; j < kXInner; ++j)
       if (st.u0 + GLM_THREADS * j < units)
-        glm_cp_async_16(dst + 16 * GLM_THREADS * j, src + 8 * GLM_THREADS * j, 16);
+        glm_cp_async_16<true>(dst + 16 * GLM_THREADS * j, src + 8 * GLM_THREADS * j, 16);
     src += kXTokStride * K;
     dst += kXTokStride * GLM_KC * 2;
   }

@@ -281,23 +281,32 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
       cands.push_back({kFmaWarps, 0, kc});
   }
   // Passes: candidates that leave room for three CTAs per SM, then two, then any that fit, each
-  // pass above a smallest x chunk (minChunk; the last pass takes any). mma path, first pass: a
-  // chunk of one 256-element step pays a CTA barrier and an x staging per step, which a third CTA
-  // did not buy back (H200, Q6_K at one token, where only such chunks leave room for three on
-  // SM120: lm_head 245 us against 227 with 2048-element chunks at two CTAs). fp32 path, first
-  // two passes: lane l takes 32-element sub-blocks l, l + 32, ... of a chunk, so a chunk under
-  // 1024 elements idles lanes (F16 lm_head at eight tokens 2614 us with 512, 1917 with 1024).
+  // pass above a smallest x chunk (the last pass takes any). mma path, first pass: a chunk of
+  // one 256-element step pays a CTA barrier and an x staging per step, which a third CTA did not
+  // buy back (H200, Q6_K at one token, where only such chunks leave room for three on SM120:
+  // lm_head 245 us against 227 with 2048-element chunks at two CTAs). Above four tokens chunks
+  // of at least 1024 for three CTAs, then for two, come first: a barrier and a staging per two
+  // steps cost the K-quants 2-7% on the H200 (Q4_K head at T = 8 214.8 us with 512, 204.3 with
+  // 1024, o 32.4 / 30.0); SM120's lower bandwidth per SM stays busy with two CTAs. fp32 path,
+  // first two passes: lane l takes 32-element sub-blocks l, l + 32, ... of a chunk, so a chunk
+  // under 1024 elements idles lanes (F16 lm_head at eight tokens 2614 us with 512, 1917 with
+  // 1024).
   // bench/RESULTS.md 2026-11-30.
-  auto minChunk = [mma](int pass) -> int64_t {
-    return pass == 2 ? 0 : mma ? (pass == 0 ? 512 : 0) : 1024;
+  struct Pass {
+    int64_t budget, minChunk;
   };
+  const int64_t three = std::min(comfortable, tiles.sharedPerSM / 3 - kReservedSmem - kStaticSmem);
+  const Pass fp32Passes[] = {{three, 1024}, {comfortable, 1024}, {limit, 0}};
+  const Pass manyPasses[] = {
+      {three, 1024}, {comfortable, 1024}, {three, 512}, {comfortable, 0}, {limit, 0}};
+  const Pass mmaPasses[] = {{three, 512}, {comfortable, 0}, {limit, 0}};
+  const Pass *passes = !mma ? fp32Passes : tokens > 4 ? manyPasses : mmaPasses;
+  const int npasses = !mma || tokens <= 4 ? 3 : 5;
   const bool rows16 = decodeRows16(mma, *ti, K);
   const bool xf16 = mma && qlinearXf16(type, tokens, rows16);
-  for (int pass = 0; pass < 3; ++pass) {
-    const int64_t budget =
-        pass == 0   ? std::min(comfortable, tiles.sharedPerSM / 3 - kReservedSmem - kStaticSmem)
-        : pass == 1 ? comfortable
-                    : limit;
+  for (int pass = 0; pass < npasses; ++pass) {
+    const int64_t budget = passes[pass].budget;
+    const bool last = pass + 1 == npasses;
     for (const Cand &c : cands) {
       const int warps = c.warps;
       const int64_t smem =
@@ -306,8 +315,8 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
                     std::to_string(fmaRowsPerWarp(tokens)) + "_kc" + std::to_string(c.kc);
-      if (smem > budget || c.kc < minChunk(pass)) {
-        if (pass == 2)
+      if (smem > budget || c.kc < passes[pass].minChunk) {
+        if (last)
           rejected += "\n  " + name + ": needs " + std::to_string(smem) + " B shared memory, " +
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
