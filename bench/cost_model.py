@@ -57,14 +57,15 @@ INPUTS = {
     "h200_copy_bw": 4.23e12,          # B/s, measured device copy (PERF.md, RESULTS.md)
     # Quantized matvec, fraction of 4.23 TB/s on the quantized bytes (RESULTS.md "qlinear decode:
     # ring slots without slack, Q8_0 fp16 quants at one token", final binary, sm_120a tiles, one
-    # run of every type): head 6144->154880 and o_proj 16384->6144, each at T=1 and T=8. BF16's
-    # head reads faster than the copy bandwidth (a copy also writes); F16 and F32 take the fp32
-    # path.
+    # run of every type): head 6144->154880 and o_proj 16384->6144, each at T=1 and T=8; the T=8
+    # columns of the mma types from RESULTS.md 2026-11-30 "chunks of 1024 first above four
+    # tokens" (lean staging, x sums on the tensor core). BF16's head reads faster than the copy
+    # bandwidth (a copy also writes); F16 and F32 take the fp32 path at T=1.
     "matvec_eff": {   # type: (head T=1, head T=8, o_proj T=1, o_proj T=8)
-        "F16": (0.991, 0.235, 0.852, 0.187), "BF16": (1.021, 0.700, 0.736, 0.523),
-        "F32": (0.817, 0.334, 0.569, 0.241), "Q8_0": (0.941, 0.807, 0.719, 0.568),
-        "Q4_K": (0.873, 0.583, 0.606, 0.408), "Q5_K": (0.857, 0.576, 0.622, 0.417),
-        "Q4_0": (0.834, 0.614, 0.562, 0.396), "Q6_K": (0.818, 0.586, 0.591, 0.449),
+        "F16": (0.991, 0.924, 0.852, 0.652), "BF16": (1.021, 0.985, 0.736, 0.681),
+        "F32": (0.817, 0.334, 0.569, 0.241), "Q8_0": (0.941, 0.811, 0.719, 0.586),
+        "Q4_K": (0.873, 0.621, 0.606, 0.446), "Q5_K": (0.857, 0.603, 0.622, 0.443),
+        "Q4_0": (0.834, 0.643, 0.562, 0.429), "Q6_K": (0.818, 0.641, 0.591, 0.490),
     },
     "matvec_large_bytes": 256e6,      # from here on the head-shape efficiency applies (choice
                                       # between the measured 57 MB o_proj and 535 MB head shapes)
