@@ -16,9 +16,10 @@
 // streams its rows' raw blocks, 256 elements per step, through a private GLM_STAGES-deep ring in
 // shared memory (16-byte cp.async of each row's 16-byte-aligned cover, so any block alignment
 // works); x is staged per GLM_KC-element chunk as bf16 (fp16 with GLM_MV_XF16) in the fragment
-// order of dequant.cuh, with the x sums of each scale group. Weights become bf16 (fp16) A
-// fragments in registers (dequant.cuh) and mma.sync m16n8k16 multiplies them by the x fragment
-// (tokens are the n8 columns).
+// order of dequant.cuh, with the x sums of each scale group up to four tokens (more: the tensor
+// core's, dequant.cuh GLM_MV_XSUM_MMA). Weights become bf16 (fp16) A fragments in registers
+// (dequant.cuh) and mma.sync m16n8k16 multiplies them by the x fragment (tokens are the n8
+// columns).
 //
 // Decode otherwise (f32 activations: the exact validation path; F32 weights; BF16 and F16 at
 // one or two tokens on large products, the registry's choice): a warp owns GLM_RPW rows in
