@@ -157,42 +157,12 @@ __device__ __forceinline__ float glm_s8_f32(uint32_t b) {
 __device__ __forceinline__ float glm_mul_byte(float s2, uint32_t w, int k) {
   return fmaf(s2, __uint_as_float(__byte_perm(w, 0x3F800000u, 0x7650 + k)), -s2);
 }
-// The same for a byte index k known once loops are unrolled, with `one` = glm_reg_const(1.0's
-// bits): the permute's selector is an immediate and 1.0 a register. With both constants ptxas
-// put 1.0 in the immediate and rebuilt the selector in a register before every use (a third
-// instruction each). The switch folds away wherever k is a constant; a run-time k takes
-// glm_mul_byte.
-__device__ __forceinline__ float glm_mul_byte_u(float s2, uint32_t w, int k, uint32_t one) {
-  uint32_t f;
-  switch (k & 3) {
-  case 0:
-    asm("prmt.b32 %0, %1, %2, 0x7650;" : "=r"(f) : "r"(w), "r"(one));
-    break;
-  case 1:
-    asm("prmt.b32 %0, %1, %2, 0x7651;" : "=r"(f) : "r"(w), "r"(one));
-    break;
-  case 2:
-    asm("prmt.b32 %0, %1, %2, 0x7652;" : "=r"(f) : "r"(w), "r"(one));
-    break;
-  default:
-    asm("prmt.b32 %0, %1, %2, 0x7653;" : "=r"(f) : "r"(w), "r"(one));
-    break;
-  }
-  return fmaf(s2, __uint_as_float(f), -s2);
-}
 // d * (int8) b for a raw byte b, likewise: d2 = d * 2^23, dn = d * (2^23 + 128) (both exact).
 __device__ __forceinline__ float glm_mul_s8(float d2, float dn, uint32_t b) {
   return fmaf(d2, __uint_as_float((b ^ 0x80u) | 0x3F800000u), -dn);
 }
 __device__ __forceinline__ float glm_half_f32(uint32_t bits) {
   return glm_f16_to_f32(static_cast<unsigned short>(bits & 0xFFFFu));
-}
-
-// c in a register that ptxas cannot fold back into an immediate (shared-memory addresses are
-// below 2^30, so the OR adds nothing): for instructions with two constant operands, where ptxas
-// would otherwise rebuild the other one in a register at every use.
-__device__ __forceinline__ uint32_t glm_reg_const(uint32_t c, const void *smem_ptr) {
-  return c | (glm_smem_addr(smem_ptr) >> 30);
 }
 
 // Global loads (read-only path).
@@ -662,7 +632,6 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #if GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
   const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
-  const uint32_t one = glm_reg_const(0x3F800000u, ra); // for glm_mul_byte_u
 #if GLM_MV_XF16 && GLM_MV_COLS
   // Thread t folds sub-blocks t and t + 4: high nibbles (scale / 16) when t is odd.
   const float kD = (t & 1) ? 524288.f : 8388608.f;
@@ -684,6 +653,20 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
 #if GLM_MV_COLS
   float D[4] = {0.f, 0.f, 0.f, 0.f}; // the step is one round: its 8 sub-blocks
+#else
+  // The rows' scale and offset of sub-block j are the same in the four lanes of a quad: thread t
+  // works them out for sub-blocks t and t + 4 (byte t of the low and high scale words, high
+  // nibbles' scale / 16 when t is odd), and sub-block j's fold takes them from lane j % 4 of its
+  // quad: four shuffles instead of four byte extractions, four multiplies and two offsets.
+  const float das = (t & 1) ? da16 : da, dbs = (t & 1) ? db16 : db;
+  float cd[2][2], co[2][2]; // [sub-block t / t + 4][row g / g + 8]: scale, offset
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    cd[h][0] = glm_mul_byte(das, h ? sa.sc_hi : sa.sc_lo, t);
+    cd[h][1] = glm_mul_byte(dbs, h ? sb.sc_hi : sb.sc_lo, t);
+    co[h][0] = fmaf(kOff, cd[h][0], glm_mul_byte(dmina, h ? sa.mn_hi : sa.mn_lo, t));
+    co[h][1] = fmaf(kOff, cd[h][1], glm_mul_byte(dminb, h ? sb.mn_hi : sb.mn_lo, t));
+  }
 #endif
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
@@ -723,12 +706,12 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
       }
 #if !GLM_MV_COLS
-      const float d1a = glm_mul_byte_u(hi ? da16 : da, j < 4 ? sa.sc_lo : sa.sc_hi, j, one);
-      const float d1b = glm_mul_byte_u(hi ? db16 : db, j < 4 ? sb.sc_lo : sb.sc_hi, j, one);
-      const float m1a = glm_mul_byte_u(dmina, j < 4 ? sa.mn_lo : sa.mn_hi, j, one);
-      const float m1b = glm_mul_byte_u(dminb, j < 4 ? sb.mn_lo : sb.mn_hi, j, one);
-      const float2 sx = glm_mv_sx(Ds, xsum + 8 * j, t);
-      glm_mv_fold(acc, D, d1a, fmaf(kOff, d1a, m1a), d1b, fmaf(kOff, d1b, m1b), sx);
+      const int src = 4 * g + (j & 3), h = j >> 2;
+      const float d1a = __shfl_sync(0xffffffffu, cd[h][0], src);
+      const float d1b = __shfl_sync(0xffffffffu, cd[h][1], src);
+      const float oa = __shfl_sync(0xffffffffu, co[h][0], src);
+      const float ob = __shfl_sync(0xffffffffu, co[h][1], src);
+      glm_mv_fold(acc, D, d1a, oa, d1b, ob, glm_mv_sx(Ds, xsum + 8 * j, t));
 #endif
     }
   }
