@@ -469,6 +469,8 @@ __device__ __forceinline__ void glm_mv_fold_scale(float (&acc)[4], const float (
 static_assert(!GLM_MV_XF16 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K ||
                   GLM_WTYPE == GLM_T_Q8_0 || GLM_WTYPE == GLM_T_F16,
               "fp16 x: the K-quant 4-bit steps, Q8_0's and F16's");
+static_assert(!(GLM_WTYPE == GLM_T_Q8_0 && GLM_MV_XSUM_MMA),
+              "fp16 Q8_0 (at most four tokens) folds with staged x sums");
 // F16 weights enter the mma as they are stored, so their step is for fp16 x only (as bf16
 // fragments they would lose three bits): qlinear.cuh asserts it where the step is used.
 #define GLM_F16_1024 0x64006400u
@@ -786,13 +788,11 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
       const uint2 bx = glm_mv_bx(xs, xrow, xo, g, t, 32 * jb + 16 * ks, jb);
       glm_mv_mma(D, a, bx);
-#if !GLM_MV_COLS && GLM_MV_XF16
-      glm_mv_xsum(Ds, bx);
-#endif
     }
 #if !GLM_MV_COLS && GLM_MV_XF16
-    // value = d q: D' = sum (1152 + q) x, so subtract 1152 sum x.
-    const float2 sx = glm_mv_sx(Ds, xsum + 8 * jb, t);
+    // value = d q: D' = sum (1152 + q) x, so subtract 1152 sum x (staged: fp16 Q8_0 is at most
+    // four tokens, GLM_MV_XSUM_MMA never applies).
+    const float2 sx = *reinterpret_cast<const float2 *>(xsum + 8 * jb + 2 * t);
     glm_mv_fold(acc, D, da, 1152.f * da, db, 1152.f * db, sx);
 #elif !GLM_MV_COLS
     glm_mv_fold_scale(acc, D, da, db);
