@@ -186,11 +186,13 @@ template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
 }
 
 // Programmatic dependent launch (sm_90 and sm_120; Driver::launchOverlapped). Every kernel's
-// first statement. A kernel launched overlapped may be scheduled as soon as its predecessor on
-// the stream has triggered, which it does when its last CTA exits (before the grid's completion
-// is processed); `griddepcontrol.wait` holds it until that kernel has completed and its writes
-// are visible (at once without the launch attribute), so nothing before the wait may touch
-// global memory. GLM_PDL_TRIGGER 1 also issues `launch_dependents` after the wait, so the
+// first statement but qlinear_decode's, which first issues copies of its weights (never written
+// by a kernel of a step) into its own shared memory. A kernel launched overlapped may be
+// scheduled as soon as its predecessor on the stream has triggered, which it does when its last
+// CTA exits (before the grid's completion is processed) or earlier (glm_grid_chain_early);
+// `griddepcontrol.wait` holds it until that kernel has completed and its writes are visible (at
+// once without the launch attribute), so nothing else before the wait may touch global memory
+// (test/gpu/check_grid_chain.py checks the PTX). GLM_PDL_TRIGGER 1 also issues `launch_dependents` after the wait, so the
 // successor is scheduled once every CTA of this grid has started: measured on the H200
 // (bench/RESULTS.md, "overlapped launches"), it made a 4-CTA-per-SM indexer score followed by
 // topk_row 12 us slower and the width slice's decode ~4% slower, so it is off.
@@ -202,6 +204,18 @@ __device__ __forceinline__ void glm_grid_chain() {
 #if GLM_PDL_TRIGGER
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+// The chain of a short kernel (elementwise.cuh): glm_grid_chain, then `launch_dependents`, which
+// lets the successor be scheduled once every CTA of this grid has issued it (so all of them are
+// resident or done; the successor's CTAs take what is left and what this grid's CTAs free)
+// instead of once every CTA has exited. A successor that works before its wait (qlinear_decode's
+// first weight copies) then overlaps this kernel, and its launch is off the critical path. Only
+// the short kernels issue it: measured on the H200 (bench/RESULTS.md, "weights before the
+// wait"), the decode step gains with it there and loses with it in head_linear, and
+// qlinear_decode chains with it were up to 30% slower (the successor's early CTAs land unevenly).
+__device__ __forceinline__ void glm_grid_chain_early() {
+  glm_grid_chain();
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // The device's nanosecond clock, comparable across SMs (profiling traces only).

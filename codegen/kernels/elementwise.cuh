@@ -122,7 +122,7 @@ __device__ __forceinline__ void glm_rms_finish(const float (&v)[GLM_EPT], float 
 extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
     rms_norm(const glm_act *__restrict__ x, const float *__restrict__ w, glm_act *__restrict__ y,
              int rows, long long ld_x, float eps) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   __shared__ float red[GLM_NORM_THREADS / 32];
   const GlmNormRow r = glm_norm_row(rows);
   float v[GLM_EPT];
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
 extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
     add_rms_norm(const glm_act *a, const glm_act *b, glm_act *h, const float *__restrict__ w,
                  glm_act *__restrict__ y, int rows, float eps) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   __shared__ float red[GLM_NORM_THREADS / 32];
   const GlmNormRow r = glm_norm_row(rows);
   float v[GLM_EPT];
@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(GLM_NORM_THREADS)
     layer_norm(const glm_act *__restrict__ x, const float *__restrict__ w,
                const float *__restrict__ bias, glm_act *__restrict__ y, int rows, long long ld_x,
                float eps) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   __shared__ float red[GLM_NORM_THREADS / 32];
   const GlmNormRow r = glm_norm_row(rows);
   float v[GLM_EPT];
@@ -219,7 +219,7 @@ static_assert(GLM_ROPE_ROWS >= 1 && GLM_ROPE_THREADS % 32 == 0 && GLM_ROPE_THREA
 // the token's (cos, sin) table is computed once into shared memory and serves all its rows.
 extern "C" __global__ void __launch_bounds__(GLM_ROPE_THREADS)
     rope(glm_act *x, const int32_t *__restrict__ positions, float theta) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   __shared__ float2 cs[GLM_ROPE_HALF];
   const long long t = blockIdx.x;
   const int pos = positions[t];
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(32 * GLM_CACHE_TOKENS_PER_CTA)
                       const int32_t *__restrict__ block_table, int pages_per_seq,
                       glm_act *__restrict__ kv_cache, glm_act *__restrict__ index_cache,
                       long long num_slots, int num_tokens, float theta) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   glm_cache_append<true>(latent, ld_latent, rope_key, ld_rope, index_key, ld_index, positions,
                          seq_ids, block_table, pages_per_seq, kv_cache, index_cache, num_slots,
                          num_tokens, theta);
@@ -334,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(32 * GLM_CACHE_TOKENS_PER_CTA)
                  const int32_t *__restrict__ block_table, int pages_per_seq,
                  glm_act *__restrict__ kv_cache, glm_act *__restrict__ index_cache,
                  long long num_slots, int num_tokens, float theta) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   glm_cache_append<false>(latent, ld_latent, rope_key, ld_rope, index_key, ld_index, positions,
                           seq_ids, block_table, pages_per_seq, kv_cache, index_cache, num_slots,
                           num_tokens, theta);
@@ -352,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(32 * GLM_CACHE_TOKENS_PER_CTA)
 // pointers). y may alias g or u. Grid-stride: any grid size covers n.
 extern "C" __global__ void __launch_bounds__(GLM_PW_THREADS)
     swiglu_mul(const glm_act *g, const glm_act *u, glm_act *y, long long n) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   for (long long i = static_cast<long long>(blockIdx.x) * GLM_PW_THREADS + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * GLM_PW_THREADS) {
     const float gv = glm_act_load(g, i);
@@ -364,7 +364,7 @@ extern "C" __global__ void __launch_bounds__(GLM_PW_THREADS)
 // y = a + b over n values; y may alias a or b. Grid-stride.
 extern "C" __global__ void __launch_bounds__(GLM_PW_THREADS)
     add(const glm_act *a, const glm_act *b, glm_act *y, long long n) {
-  glm_grid_chain();
+  glm_grid_chain_early();
   for (long long i = static_cast<long long>(blockIdx.x) * GLM_PW_THREADS + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * GLM_PW_THREADS)
     glm_act_store(y, i, glm_act_load(a, i) + glm_act_load(b, i));

@@ -329,10 +329,15 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 // emit(slot, row, tok, value), row < N and tok < GLM_TOKENS, where `slot` is a compile-time index
 // (< GLM_EMIT_SLOTS) that names the same (row, tok) for this thread in every call: a caller can
 // keep one product's results in registers and combine them with a second product's.
-template <typename Emit>
+// chain() runs once, after the mma path has issued its first weight copies and before anything
+// reads x or global memory other than w: a kernel whose w and arguments do not depend on its
+// predecessor waits for that predecessor there (glm_grid_chain), so its weights stream in while
+// the predecessor finishes (w is never written by a kernel of the step).
+template <typename Emit, typename Chain>
 __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
                                                   const glm_act *__restrict__ x, int N, int K,
-                                                  int row0, int k_begin, int k_end, Emit emit) {
+                                                  int row0, int k_begin, int k_end, Emit emit,
+                                                  Chain chain) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
@@ -445,19 +450,21 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     glm_cp_async_commit(); // possibly empty: the group count stays one per step
   };
 
-  // GLM_MV_XPREFETCH: chunk 0's copy is a commit group of its own before the weights'; chunk c's
-  // (c >= 1) joins the weights of the step that follows chunk c - 1's staging. At chunk c's first
-  // step, before that step's weights are issued, GLM_STAGES - 1 groups are newer than chunk 0's
-  // copy and GLM_SPC - 1 newer than chunk c's: waiting for all but the newest kXRawPending leaves
-  // the step's own weights in flight while the chunk is staged (GLM_SPC >= 2).
+  // GLM_MV_XPREFETCH: chunk 0's copy is a commit group of its own after the first GLM_STAGES - 1
+  // steps' weights (it reads x, so it follows the chain): the first step waits for every group.
+  // Chunk c's (c >= 1) joins the weights of the step that follows chunk c - 1's staging: at chunk
+  // c's first step, before that step's weights are issued, GLM_SPC - 1 groups are newer than
+  // chunk c's copy, and waiting for all but the newest kXRawPending leaves the step's own weights
+  // in flight while the chunk is staged (GLM_SPC >= 2).
   constexpr int kXRawPending = GLM_STAGES - 1 < GLM_SPC - 1 ? GLM_STAGES - 1 : GLM_SPC - 1;
+  for (int s = 0; s < GLM_STAGES - 1; ++s)
+    issue(s);
+  chain();
   if (GLM_MV_XPREFETCH) {
     if (nsteps > 0)
       glm_xraw_issue(x, xraw, K, k_begin, min(GLM_KC, k_end - k_begin));
     glm_cp_async_commit();
   }
-  for (int s = 0; s < GLM_STAGES - 1; ++s)
-    issue(s);
   float acc[4] = {0.f, 0.f, 0.f, 0.f}; // rows g, g+8 x tokens 2t, 2t+1 (the mma C fragment)
 #if GLM_MV_COLS
   const glm_mv_xoff xo = glm_mv_xoff_of(g, GLM_XROW); // the B fragments' rows
@@ -482,7 +489,10 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     const int e = (i % GLM_SPC) * GLM_MV_STEP; // the step's offset in the x chunk
     if (e == 0) {
 #if GLM_MV_XPREFETCH
-      glm_cp_async_wait<kXRawPending>(); // this thread's copies of the chunk have landed
+      if (i == 0)
+        glm_cp_async_wait<0>(); // chunk 0's copy is the newest group
+      else
+        glm_cp_async_wait<kXRawPending>(); // this thread's copies of the chunk have landed
 #endif
       __syncthreads(); // every warp is done with the previous chunk (and the copy is visible)
       const int kc = min(GLM_KC, k_end - k);
@@ -556,6 +566,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
       emit(c, row, tok, acc[c]);
   }
 #else
+  chain(); // rows are read straight from global memory, in the loop
   float *xf = reinterpret_cast<float *>(smem);
   const int wrow0 = row0 + warp * GLM_RPW;
   float acc[GLM_RPW][GLM_TOKENS];
@@ -620,13 +631,13 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
                    float *__restrict__ ws,          // [splits, GLM_TOKENS, N] when splits > 1
                    unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
                    int N, int K, int k_per_split) { // k_per_split: a multiple of 256
-  glm_grid_chain();
   const int split = blockIdx.y, splits = gridDim.y;
   const int k_begin = split * k_per_split;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
   glm_ql_decode_cta(
       w, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
-      [&](int, int row, int tok, float v) { glm_ql_emit(y, ws, N, row, tok, v, split, splits); });
+      [&](int, int row, int tok, float v) { glm_ql_emit(y, ws, N, row, tok, v, split, splits); },
+      [] { glm_grid_chain(); }); // after the weights' first copies
   glm_ql_fixup(y, ws, counters, N, row0, splits);
 }
 
@@ -659,12 +670,16 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   const glm_act *xt = x + static_cast<long long>(p / topk) * H;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
   float gate[GLM_EMIT_SLOTS];
-  glm_ql_decode_cta(w_gate + off, xt, F, H, row0, 0, H,
-                    [&](int slot, int, int, float v) { gate[slot] = v; });
+  glm_ql_decode_cta(
+      w_gate + off, xt, F, H, row0, 0, H, [&](int slot, int, int, float v) { gate[slot] = v; },
+      [] {});
   __syncthreads(); // x is staged again for the second product
-  glm_ql_decode_cta(w_up + off, xt, F, H, row0, 0, H, [&](int slot, int row, int, float v) {
-    glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
-  });
+  glm_ql_decode_cta(
+      w_up + off, xt, F, H, row0, 0, H,
+      [&](int slot, int row, int, float v) {
+        glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
+      },
+      [] {});
 }
 #else
 // out[p, :] = down_e h[p] (fp32, what moe_combine reads).
@@ -681,7 +696,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   const long long off = static_cast<long long>(e) * H * (F / GLM_QK) * GLM_QBYTES;
   glm_ql_decode_cta(
       w_down + off, h + static_cast<long long>(p) * F, H, F, blockIdx.x * GLM_CTA_ROWS, 0, F,
-      [&](int, int row, int, float v) { out[static_cast<long long>(p) * H + row] = v; });
+      [&](int, int row, int, float v) { out[static_cast<long long>(p) * H + row] = v; },
+      [] {});
 }
 #endif
 #endif

@@ -48,6 +48,15 @@ public:
   }
   virtual std::string profileReport() const { return ""; }
 
+  // Decode-step timing (`glm5-run --graph-time`): each one-token call replayed as a graph is
+  // timed with device events around the replay (the launches inside the graph, overlapped as in
+  // a normal run, included; the host's work between tokens not). graphTimeReport() prints the
+  // median, lowest and highest. Backends without graphs refuse.
+  virtual Status enableGraphTime() {
+    return makeStatus(StatusCode::kUnimplemented, "the %s backend replays no graphs", name());
+  }
+  virtual std::string graphTimeReport() const { return ""; }
+
   // Called after each step (slows a GPU backend down: it synchronizes and downloads).
   using TraceFn = std::function<void(const StepTrace &)>;
   void setTrace(TraceFn fn) { trace_ = std::move(fn); }

@@ -875,8 +875,19 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
       it = decodeGraphs_.find(cols);
     }
     if (it != decodeGraphs_.end()) {
+      const bool timed = graphEvents_[0] != nullptr;
+      if (timed)
+        GLM5_RETURN_IF_ERROR(drv_->eventRecord(graphEvents_[0], stream_));
       GLM5_RETURN_IF_ERROR(drv_->graphLaunch(it->second, stream_).withContext(entry));
-      return finishRun(*ep, T, logits);
+      if (timed)
+        GLM5_RETURN_IF_ERROR(drv_->eventRecord(graphEvents_[1], stream_));
+      GLM5_RETURN_IF_ERROR(finishRun(*ep, T, logits)); // synchronizes
+      if (timed) {
+        float ms = 0;
+        GLM5_RETURN_IF_ERROR(drv_->eventElapsedMs(&ms, graphEvents_[0], graphEvents_[1]));
+        graphMs_.push_back(ms);
+      }
+      return Status::ok();
     }
   }
   int index = 0;
@@ -906,6 +917,25 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
 Status Backend::enableProfile() {
   profile_ = true;
   return Status::ok();
+}
+
+Status Backend::enableGraphTime() {
+  if (!useGraphs_)
+    return makeStatus(StatusCode::kInvalidArgument, "graph timing needs graphs (not --no-graph)");
+  for (Event &e : graphEvents_)
+    if (e == nullptr)
+      GLM5_RETURN_IF_ERROR(drv_->eventCreate(&e));
+  return Status::ok();
+}
+
+std::string Backend::graphTimeReport() const {
+  if (graphMs_.empty())
+    return "decode graph: no replays timed\n";
+  std::vector<float> v = graphMs_;
+  std::sort(v.begin(), v.end());
+  return strFormat("decode graph: %zu replays, device time per step: median %.1f us, lowest "
+                   "%.1f, highest %.1f\n",
+                   v.size(), 1000.0 * v[v.size() / 2], 1000.0 * v.front(), 1000.0 * v.back());
 }
 
 Status Backend::profileAccumulate(const pl::EntryPoint &ep) {

@@ -74,6 +74,8 @@ public:
   const char *name() const override { return "cuda"; }
   Status enableProfile() override;
   std::string profileReport() const override;
+  Status enableGraphTime() override;
+  std::string graphTimeReport() const override;
 
   Status setStepOutputs(const StepTrace &t,
                         const std::vector<std::vector<float>> &values) override;
@@ -173,6 +175,10 @@ private:
   std::map<std::pair<std::string, std::string>, ProfileRow> profileRows_;
   std::map<std::string, int64_t> profileCalls_; // entry -> calls
   Status profileAccumulate(const glm5::plan::EntryPoint &ep);
+  // Graph timing (enableGraphTime): events around each decode graph replay, the replays'
+  // device times in ms.
+  Event graphEvents_[2] = {nullptr, nullptr};
+  std::vector<float> graphMs_;
   int rank_ = 0;                      // of a sharded plan
   const Nccl::Comm *comm_ = nullptr;  // its communicator (null for one rank)
   // One-token graphs by column bound (graphColumns): a graph fixes its launches, and one

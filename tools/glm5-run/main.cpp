@@ -1,6 +1,7 @@
 // glm5-run: loads a plan and its GGUF and runs GLM-5. A thin main over the runtime.
 //   glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T] [--top-k K]
 //            [--top-p P] [--seed S] [--device cuda|host] [--check] [--ctx N] [--profile]
+//            [--graph-time]
 // streams the generated text, stops at an end-of-generation token or after N tokens, and
 // prints prefill and decode tokens/s on stderr.
 //   glm5-run score MODEL.plan --weights MODEL.gguf --tokens 1,2,3 --prefill P [--out F.npy]
@@ -38,7 +39,7 @@ const char *kUsage =
     "usage:\n"
     "  glm5-run MODEL.plan --weights MODEL.gguf -p TEXT [-n N] [--chat] [--temp T]\n"
     "           [--top-k K] [--top-p P] [--seed S] [--device cuda|host]\n"
-    "           [--check[-free] [TOL]] [--ctx N] [--chunk N] [--profile]\n"
+    "           [--check[-free] [TOL]] [--ctx N] [--chunk N] [--profile] [--graph-time]\n"
     "  glm5-run tokenize --weights MODEL.gguf -p TEXT [--special]\n"
     "           prints the token ids of TEXT (special tokens matched with --special)\n"
     "  glm5-run score MODEL.plan --weights MODEL.gguf --tokens ID,ID,... --prefill P\n"
@@ -59,7 +60,8 @@ const char *kUsage =
     "  cluster never does (a GPU shared with other processes, whose SMs this one cannot count\n"
     "  on).\n"
     "  --profile (cuda): launches step by step and prints each kernel's device time per call\n"
-    "  of prefill and decode on stderr, largest first.\n";
+    "  of prefill and decode on stderr, largest first. --graph-time (cuda): times each decode\n"
+    "  step's graph replay on the device and prints the median, lowest and highest on stderr.\n";
 
 int usage(const std::string &why) {
   if (!why.empty())
@@ -467,7 +469,7 @@ int cmdGenerate(int argc, char **argv) {
   std::string planPath, weights, prompt;
   DeviceChoice dc;
   long n = 64, ctx = 0, chunk = 512;
-  bool chat = false, havePrompt = false, profile = false;
+  bool chat = false, havePrompt = false, profile = false, graphTime = false;
   glm5rt::sampler::SamplerOptions so;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -535,6 +537,8 @@ int cmdGenerate(int argc, char **argv) {
       continue;
     } else if (a == "--profile") {
       profile = true;
+    } else if (a == "--graph-time") {
+      graphTime = true;
       continue;
     } else if (planPath.empty() && a[0] != '-') {
       planPath = a;
@@ -581,6 +585,11 @@ int cmdGenerate(int argc, char **argv) {
     if (!ps.isOk())
       return fail(ps);
   }
+  if (graphTime) {
+    Status gs = (*backend)->enableGraphTime();
+    if (!gs.isOk())
+      return fail(gs);
+  }
   const int64_t vocab = (*backend)->vocab();
   glm5rt::sampler::Sampler sampler(so);
   glm5rt::tokenizer::TokenDecoder decoder(**tok, /*includeSpecial=*/false);
@@ -619,6 +628,8 @@ int cmdGenerate(int argc, char **argv) {
                (*tok)->isEog(next) && generated < n ? "stopped at end of generation" : "length limit");
   if (profile)
     std::fputs((*backend)->profileReport().c_str(), stderr);
+  if (graphTime)
+    std::fputs((*backend)->graphTimeReport().c_str(), stderr);
   return checkVerdict(**backend) ? 0 : 1;
 }
 
