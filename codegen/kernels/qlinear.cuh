@@ -142,21 +142,34 @@ __device__ __forceinline__ void glm_ql_emit(glm_act *y, float *ws, int N, int ro
     ws[(static_cast<long long>(split) * GLM_TOKENS + tok) * N + row] = v;
 }
 
-// After every emit of the CTA: the last split to finish row tile blockIdx.x sums the partials in
-// split order and writes the outputs, then re-arms the counter.
-__device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsigned *counters, int N,
-                                             int row0, int splits) {
-  if (splits == 1)
-    return;
+// Split K: after every partial of the CTA is written, true in exactly one of the `splits` CTAs
+// counted on *counter -- the last to arrive, which then sees every partial, sums them in split
+// order and re-arms the counter (glm_ql_rearm; every CTA has counted by then, counters start
+// at 0).
+__device__ __forceinline__ bool glm_ql_last_split(unsigned *counter, int splits) {
   __shared__ int s_last;
   __threadfence(); // this thread's partials are visible device-wide before the count
   __syncthreads();
   if (threadIdx.x == 0)
-    s_last = atomicAdd(counters + blockIdx.x, 1u) == static_cast<unsigned>(splits - 1);
+    s_last = atomicAdd(counter, 1u) == static_cast<unsigned>(splits - 1);
   __syncthreads();
   if (!s_last)
-    return;
+    return false;
   __threadfence();
+  return true;
+}
+
+__device__ __forceinline__ void glm_ql_rearm(unsigned *counter) {
+  if (threadIdx.x == 0)
+    *counter = 0u;
+}
+
+// After every emit of the CTA: the last split to finish row tile blockIdx.x sums the partials in
+// split order and writes the outputs.
+__device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsigned *counters, int N,
+                                             int row0, int splits) {
+  if (splits == 1 || !glm_ql_last_split(counters + blockIdx.x, splits))
+    return;
   for (int i = threadIdx.x; i < GLM_TOKENS * GLM_CTA_ROWS; i += GLM_THREADS) {
     const int tok = i / GLM_CTA_ROWS, row = row0 + i % GLM_CTA_ROWS;
     if (row >= N)
@@ -166,8 +179,7 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
       s += __ldcg(ws + (static_cast<long long>(sp) * GLM_TOKENS + tok) * N + row);
     glm_act_store(y, static_cast<long long>(tok) * N + row, s);
   }
-  if (threadIdx.x == 0)
-    counters[blockIdx.x] = 0u;
+  glm_ql_rearm(counters + blockIdx.x);
 }
 
 #if GLM_MV_USE_MMA
@@ -642,62 +654,102 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
 }
 
 #else // GLM_QL_KIND 3 or 4: MoE routed experts at decode, one matrix-vector product per pair
-// Pair p = t * topk + j (token t, slot j) runs expert ids[p] on x row t: CTA (x, y) takes output
-// rows [x GLM_CTA_ROWS, ...) of pair y. Stacked GGUF weights (moe_experts.cuh): gate and up
-// {H, F, E}, expert e is rows [e F, (e + 1) F); down {F, H, E}, rows [e H, (e + 1) H). A rank's
-// weights are its box, experts [first, first + experts): a pair routed elsewhere (or an id out of
-// range) writes nothing, as moe_group leaves such pairs unplaced. GLM_TOKENS is 1 (one token per
-// pair). Every expert's weights are read once per pair routed to it: the path for a few pairs
-// (decode); many pairs share experts and take the tiled kernels of moe_experts.cuh.
+// Pair p = t * topk + j (token t, slot j) runs expert ids[p] on x row t: CTA (x, y, z) takes
+// output rows [x GLM_CTA_ROWS, ...) of pair y over split z of the K range (k_per_split, a
+// multiple of 256; runtime/launch moeDecodeGrid). Stacked GGUF weights (moe_experts.cuh): gate
+// and up {H, F, E}, expert e is rows [e F, (e + 1) F); down {F, H, E}, rows [e H, (e + 1) H). A
+// rank's weights are its box, experts [first, first + experts): a pair routed elsewhere (or an id
+// out of range) writes nothing, as moe_group leaves such pairs unplaced -- none of its CTAs
+// counts, so its counters stay 0. GLM_TOKENS is 1 (one token per pair). Every expert's weights
+// are read once per pair routed to it: the path for a few pairs (decode); many pairs share
+// experts and take the tiled kernels of moe_experts.cuh. With more than one split, the splits
+// write fp32 partials to ws and the last of a (row block, pair) to finish (counter p gridDim.x +
+// x, glm_ql_last_split) sums them and writes the output.
 static_assert(GLM_TOKENS == 1, "one token per pair");
 __device__ __forceinline__ float glm_mv_silu(float z) { return z / (1.f + expf(-z)); }
 
 #if GLM_QL_KIND == 3
 // h[p, f] = silu(gate_e[f] . x[t]) * (up_e[f] . x[t]) for f < F, as activations; the gate's
-// products stay in registers (same slots) while the up product runs.
+// products stay in registers (same slots) while the up product runs. ws: [splits, P, 2, F]
+// (gate, up) when split.
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
     moe_expert_decode_gate_up(const glm_u8 *__restrict__ w_gate, // {H, F, E_rank}
                               const glm_u8 *__restrict__ w_up,   // {H, F, E_rank}
                               const glm_act *__restrict__ x,     // [T, H]
                               const int32_t *__restrict__ ids,   // [T * topk]
                               glm_act *__restrict__ h,           // [T * topk, F]
-                              int first, int experts, int topk, int F, int H) {
+                              float *__restrict__ ws, unsigned *__restrict__ counters,
+                              int first, int experts, int topk, int F, int H, int k_per_split) {
   glm_grid_chain();
   const int p = blockIdx.y, e = ids[p] - first;
   if (e < 0 || e >= experts)
     return;
+  const int split = blockIdx.z, splits = gridDim.z, P = gridDim.y;
+  const int k_begin = split * k_per_split, k_end = min(H, k_begin + k_per_split);
   const long long off = static_cast<long long>(e) * F * (H / GLM_QK) * GLM_QBYTES;
   const glm_act *xt = x + static_cast<long long>(p / topk) * H;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
+  float *part = ws + (static_cast<long long>(split) * P + p) * 2 * F; // this split's gate, up
   float gate[GLM_EMIT_SLOTS];
   glm_ql_decode_cta(
-      w_gate + off, xt, F, H, row0, 0, H, [&](int slot, int, int, float v) { gate[slot] = v; },
-      [] {});
+      w_gate + off, xt, F, H, row0, k_begin, k_end,
+      [&](int slot, int, int, float v) { gate[slot] = v; }, [] {});
   __syncthreads(); // x is staged again for the second product
   glm_ql_decode_cta(
-      w_up + off, xt, F, H, row0, 0, H,
+      w_up + off, xt, F, H, row0, k_begin, k_end,
       [&](int slot, int row, int, float v) {
-        glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
+        if (splits == 1) {
+          glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
+        } else {
+          part[row] = gate[slot];
+          part[F + row] = v;
+        }
       },
       [] {});
+  if (splits == 1 || !glm_ql_last_split(counters + p * gridDim.x + blockIdx.x, splits))
+    return;
+  for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_CTA_ROWS); row += GLM_THREADS) {
+    float g = 0.f, u = 0.f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float *q = ws + (static_cast<long long>(sp) * P + p) * 2 * F;
+      g += __ldcg(q + row);
+      u += __ldcg(q + F + row);
+    }
+    glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(g) * u);
+  }
+  glm_ql_rearm(counters + p * gridDim.x + blockIdx.x);
 }
 #else
-// out[p, :] = down_e h[p] (fp32, what moe_combine reads).
+// out[p, :] = down_e h[p] (fp32, what moe_combine reads). ws: [splits, P, H] when split.
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
     moe_expert_decode_down(const glm_u8 *__restrict__ w_down, // {F, H, E_rank}
                            const glm_act *__restrict__ h,     // [T * topk, F]
                            const int32_t *__restrict__ ids,   // [T * topk]
                            float *__restrict__ out,           // [T * topk, H]
-                           int first, int experts, int F, int H) {
+                           float *__restrict__ ws, unsigned *__restrict__ counters, int first,
+                           int experts, int F, int H, int k_per_split) {
   glm_grid_chain();
   const int p = blockIdx.y, e = ids[p] - first;
   if (e < 0 || e >= experts)
     return;
+  const int split = blockIdx.z, splits = gridDim.z, P = gridDim.y;
+  const int k_begin = split * k_per_split, k_end = min(F, k_begin + k_per_split);
   const long long off = static_cast<long long>(e) * H * (F / GLM_QK) * GLM_QBYTES;
+  const int row0 = blockIdx.x * GLM_CTA_ROWS;
+  float *dst = splits == 1 ? out + static_cast<long long>(p) * H
+                           : ws + (static_cast<long long>(split) * P + p) * H;
   glm_ql_decode_cta(
-      w_down + off, h + static_cast<long long>(p) * F, H, F, blockIdx.x * GLM_CTA_ROWS, 0, F,
-      [&](int, int row, int, float v) { out[static_cast<long long>(p) * H + row] = v; },
-      [] {});
+      w_down + off, h + static_cast<long long>(p) * F, H, F, row0, k_begin, k_end,
+      [&](int, int row, int, float v) { dst[row] = v; }, [] {});
+  if (splits == 1 || !glm_ql_last_split(counters + p * gridDim.x + blockIdx.x, splits))
+    return;
+  for (int row = row0 + threadIdx.x; row < min(H, row0 + GLM_CTA_ROWS); row += GLM_THREADS) {
+    float s = 0.f;
+    for (int sp = 0; sp < splits; ++sp)
+      s += __ldcg(ws + (static_cast<long long>(sp) * P + p) * H + row);
+    out[static_cast<long long>(p) * H + row] = s;
+  }
+  glm_ql_rearm(counters + p * gridDim.x + blockIdx.x);
 }
 #endif
 #endif

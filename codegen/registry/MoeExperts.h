@@ -64,11 +64,12 @@ struct MoeFfnConfig {
 };
 
 // The same two phases for a few pairs (decode): qlinear.cuh's decode product per (token,
-// expert) pair, moe_expert_decode_gate_up(w_gate, w_up, x, ids, h [T k, F], first, experts, topk,
-// F, H) with SwiGLU in its epilogue and moe_expert_decode_down(w_down, h, ids, out fp32 [T k, H],
-// first, experts, F, H); grid (ceil(rows / rowsPerCta), T k), no moe_group. Each pair reads its
-// expert's weights, so the runtime takes this path only while pairs rarely share an expert
-// (runtime/launch kMoeDecodeMaxTokens).
+// expert) pair, moe_expert_decode_gate_up(w_gate, w_up, x, ids, h [T k, F], ws, counters, first,
+// experts, topk, F, H, k_per_split) with SwiGLU in its epilogue and moe_expert_decode_down(w_down,
+// h, ids, out fp32 [T k, H], ws, counters, first, experts, F, H, k_per_split); grid
+// (ceil(rows / rowsPerCta), T k, K splits) (runtime/launch moeDecodeGrid), no moe_group. Each
+// pair reads its expert's weights, so the runtime takes this path only while pairs rarely share
+// an expert (runtime/launch kMoeDecodeMaxTokens).
 struct MoeFfnConfigs {
   MoeFfnConfig gateUp, down;
   QLinearConfig decodeGateUp, decodeDown;

@@ -679,15 +679,19 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       GLM5_ASSIGN_OR_RETURN(launch::QLinearParams qd, launch::qlinearParamsOf(*mdn.k));
       int E = static_cast<int>(gp.experts), k = static_cast<int>(gp.topk);
       int F = static_cast<int>(gp.ffn), H = static_cast<int>(gp.hidden);
-      auto rowBlocks = [](int rows, int per) { return static_cast<unsigned>((rows + per - 1) / per); };
-      GLM5_RETURN_IF_ERROR(go(mgu, rowBlocks(F, qg.rowsPerCta), static_cast<unsigned>(pairs), 1,
-                              static_cast<unsigned>(qg.threads),
-                              static_cast<unsigned>(qg.dynamicSmem),
-                              {&wg, &wu, &x, &ids, &h, &first, &E, &k, &F, &H}));
-      GLM5_RETURN_IF_ERROR(go(mdn, rowBlocks(H, qd.rowsPerCta), static_cast<unsigned>(pairs), 1,
-                              static_cast<unsigned>(qd.threads),
-                              static_cast<unsigned>(qd.dynamicSmem),
-                              {&wd, &h, &ids, &eo, &first, &E, &F, &H}));
+      // The pairs expected on this rank's E experts (of the model's), which size the K splits.
+      const int64_t all = std::max<int64_t>(plan_.config()->experts(), E);
+      const int64_t active = std::max<int64_t>(1, (pairs * int64_t(E) + all - 1) / all);
+      const launch::MoeDecodeGrid a = launch::moeDecodeGrid(qg, true, sm, pairs, active, F, H);
+      const launch::MoeDecodeGrid b = launch::moeDecodeGrid(qd, false, sm, pairs, active, H, F);
+      grow(needs_.splitWs, std::max(a.workspaceBytes, b.workspaceBytes));
+      grow(needs_.splitCounters, std::max(a.counters, b.counters) * 4);
+      DevicePtr ws = splitWs_, ctr = splitCounters_;
+      int kpsA = a.kPerSplit, kpsB = b.kPerSplit;
+      GLM5_RETURN_IF_ERROR(go(mgu, a.gridX, a.gridY, a.gridZ, a.threads, a.smem,
+                              {&wg, &wu, &x, &ids, &h, &ws, &ctr, &first, &E, &k, &F, &H, &kpsA}));
+      GLM5_RETURN_IF_ERROR(go(mdn, b.gridX, b.gridY, b.gridZ, b.threads, b.smem,
+                              {&wd, &h, &ids, &eo, &ws, &ctr, &first, &E, &F, &H, &kpsB}));
     } else {
       GLM5_RETURN_IF_ERROR(
           go(group, 1, 1, 1, static_cast<unsigned>(group.k->threads()), 0, groupArgs));

@@ -49,6 +49,27 @@ MoeFfnGrid moeFfnGrid(const MoeFfnParams &p, int64_t T) {
   return l;
 }
 
+MoeDecodeGrid moeDecodeGrid(const QLinearParams &p, bool gateUp, int smCount, int64_t pairs,
+                            int64_t activePairs, int64_t N, int64_t K, int64_t forceSplits) {
+  MoeDecodeGrid l;
+  const int64_t rows = std::max(p.rowsPerCta, 1);
+  const int64_t blocks = (N + rows - 1) / rows;
+  // The split of one product whose row tiles are the active pairs' row blocks.
+  const int64_t active = std::max<int64_t>(activePairs, 1);
+  const QLinearGrid q = qlinearGrid(p, smCount, 1, blocks * rows * active, K, forceSplits);
+  l.threads = q.threads;
+  l.smem = q.smem;
+  l.gridX = static_cast<unsigned>(blocks);
+  l.gridY = static_cast<unsigned>(std::max<int64_t>(pairs, 0));
+  l.gridZ = static_cast<unsigned>(q.splits);
+  l.kPerSplit = q.kPerSplit;
+  if (q.splits > 1) {
+    l.workspaceBytes = int64_t(q.splits) * pairs * (gateUp ? 2 : 1) * N * 4;
+    l.counters = blocks * pairs;
+  }
+  return l;
+}
+
 ParamList moeFfnParamList(const MoeFfnParams &p) {
   return {{"phase", p.gateUp ? 0 : 1}, {"act_f32", p.actF32 ? 1 : 0}, {"experts", p.experts},
           {"topk", p.topk},           {"hidden", p.hidden},          {"ffn", p.ffn},

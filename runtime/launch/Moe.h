@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/launch/Params.h"
+#include "runtime/launch/QLinear.h"
 
 #include <cstdint>
 
@@ -61,6 +62,20 @@ MoeFfnGrid moeFfnGrid(const MoeFfnParams &p, int64_t T);
 // kernels, where a tile of 64 positions holds one real row. Pairs sharing an expert read it
 // again, so many tokens go to the tiles.
 constexpr int64_t kMoeDecodeMaxTokens = 4;
+
+// The per-pair decode kernels' grid for one phase: x row blocks of the phase's N output rows
+// (F for gate/up, H for down), y the `pairs` pairs, z splits of the K range. The splits are
+// qlinearSplits' over the row blocks of `activePairs` pairs -- the pairs expected on this rank's
+// experts (all of them on one GPU; the others' CTAs exit at once) -- so a rank that holds a few
+// of a token's experts still fills the device. forceSplits > 0 asks for that many instead.
+struct MoeDecodeGrid {
+  unsigned gridX = 0, gridY = 0, gridZ = 1, threads = 0, smem = 0;
+  int kPerSplit = 0;          // a multiple of kQLinearKStep
+  int64_t workspaceBytes = 0; // splits > 1: fp32 partials [splits, pairs, (gate, up,) N]
+  int64_t counters = 0;       // splits > 1: uint32 [pairs, gridX], zeroed once before first use
+};
+MoeDecodeGrid moeDecodeGrid(const QLinearParams &p, bool gateUp, int smCount, int64_t pairs,
+                            int64_t activePairs, int64_t N, int64_t K, int64_t forceSplits = 0);
 ParamList moeFfnParamList(const MoeFfnParams &p);
 StatusOr<MoeFfnParams> moeFfnParamsOf(const glm5::plan::Kernel &kernel);
 

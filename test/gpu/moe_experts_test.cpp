@@ -14,6 +14,8 @@
 #include "test/gpu/gpu_test.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using namespace glm5c::gputest;
@@ -72,9 +74,11 @@ std::vector<float> compareRows(Reporter &report, const std::string &what,
 // The per-pair decode kernels (qlinear.cuh kinds 3 and 4) of `cfgs`, built and loaded.
 struct DecodePath {
   cu::Function gateUp = nullptr, down = nullptr;
-  int gateRows = 0, downRows = 0; // rows per CTA
-  unsigned gateThreads = 0, downThreads = 0, gateSmem = 0, downSmem = 0;
+  glm5rt::launch::QLinearParams gateParams, downParams;
+  // Split-K counters, zeroed once: every launch must leave them re-armed for the next.
+  cu::DevicePtr counters = 0;
 };
+constexpr size_t kDecodeCounters = 1 << 14;
 
 bool loadDecodePath(Context &ctx, Reporter &report, const MoeFfnConfigs &cfgs, DecodePath *d) {
   const QLinearConfig *qs[] = {&cfgs.decodeGateUp, &cfgs.decodeDown};
@@ -92,27 +96,39 @@ bool loadDecodePath(Context &ctx, Reporter &report, const MoeFfnConfigs &cfgs, D
       return false;
     }
     (i == 0 ? d->gateUp : d->down) = *f;
-    (i == 0 ? d->gateRows : d->downRows) = qs[i]->rowsPerCta;
-    (i == 0 ? d->gateThreads : d->downThreads) = static_cast<unsigned>(qs[i]->threads);
-    (i == 0 ? d->gateSmem : d->downSmem) = static_cast<unsigned>(qs[i]->dynamicSmem);
+    (i == 0 ? d->gateParams : d->downParams) = qlinearLaunchParams(*qs[i]);
   }
+  if (!ctx.compileOnly)
+    d->counters = ctx.upload(std::vector<uint32_t>(kDecodeCounters, 0u));
   return true;
 }
 
 // Runs the decode path on pairs `ids` (T k of them) of experts [first, first + E) and returns
-// the out rows (P + 1 of H, the last a poisoned guard) as raw bits.
+// the out rows (P + 1 of H, the last a poisoned guard) as raw bits. splits > 0 forces that many K
+// splits in both phases; 0 takes the runtime's choice with every pair active.
 std::vector<uint32_t> runDecodePath(Context &ctx, const DecodePath &d, cu::DevicePtr x,
                                     cu::DevicePtr wg, cu::DevicePtr wu, cu::DevicePtr wd,
                                     const std::vector<int32_t> &ids, int first, int E, int k,
-                                    int H, int F, bool f32) {
+                                    int H, int F, bool f32, int splits = 0) {
   const int P = static_cast<int>(ids.size());
+  const int sm = ctx.tiles.smCount;
+  const auto a = glm5rt::launch::moeDecodeGrid(d.gateParams, true, sm, P, P, F, H, splits);
+  const auto b = glm5rt::launch::moeDecodeGrid(d.downParams, false, sm, P, P, H, F, splits);
+  if (size_t(std::max(a.counters, b.counters)) > kDecodeCounters) {
+    std::fprintf(stderr, "moe decode test: %lld split counters, %zu allocated\n",
+                 static_cast<long long>(std::max(a.counters, b.counters)), kDecodeCounters);
+    std::abort();
+  }
   cu::DevicePtr did = ctx.upload(ids);
   cu::DevicePtr dh = ctx.alloc(size_t(P) * F * (f32 ? 4 : 2));
   cu::DevicePtr dout = ctx.alloc(size_t(P + 1) * H * 4);
-  ctx.launch(d.gateUp, unsigned((F + d.gateRows - 1) / d.gateRows), unsigned(P), 1, d.gateThreads,
-             d.gateSmem, &wg, &wu, &x, &did, &dh, &first, &E, &k, &F, &H);
-  ctx.launch(d.down, unsigned((H + d.downRows - 1) / d.downRows), unsigned(P), 1, d.downThreads,
-             d.downSmem, &wd, &dh, &did, &dout, &first, &E, &F, &H);
+  cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>({a.workspaceBytes, b.workspaceBytes, 4})));
+  cu::DevicePtr ctr = d.counters;
+  int kpsA = a.kPerSplit, kpsB = b.kPerSplit;
+  ctx.launch(d.gateUp, a.gridX, a.gridY, a.gridZ, a.threads, a.smem, &wg, &wu, &x, &did, &dh, &ws,
+             &ctr, &first, &E, &k, &F, &H, &kpsA);
+  ctx.launch(d.down, b.gridX, b.gridY, b.gridZ, b.threads, b.smem, &wd, &dh, &did, &dout, &ws,
+             &ctr, &first, &E, &F, &H, &kpsB);
   return ctx.download<uint32_t>(dout, size_t(P + 1) * H);
 }
 
@@ -333,12 +349,19 @@ GPU_TEST(moe_experts_ffn) {
           compareRows(report, what + " decode path",
                       runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, c.H, c.F, f32), P,
                       c.H, ref, ids, bound);
+          // K split in 3 (H and F of 256 to 768: 1-3 steps per split), twice: the second
+          // launch finds the counters re-armed by the first.
+          for (int run = 0; run < 2; ++run)
+            compareRows(report, what + " decode path, 3 splits" + (run ? " (relaunch)" : ""),
+                        runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, c.H, c.F, f32, 3),
+                        P, c.H, ref, ids, bound);
           std::vector<int32_t> shardIds = ids;
           shardIds[0] = -1;
           const size_t boxOff = size_t(4) * size_t(c.F);
           const std::vector<uint32_t> raw =
               runDecodePath(ctx, dp, x.dev, dg + boxOff * guRow, du + boxOff * guRow,
-                            dd + size_t(4) * size_t(c.H) * dRow, shardIds, 4, 8, k, c.H, c.F, f32);
+                            dd + size_t(4) * size_t(c.H) * dRow, shardIds, 4, 8, k, c.H, c.F,
+                            f32, 2);
           std::vector<float> got2(size_t(P) * c.H), ref2(got2.size());
           size_t kept = 0;
           bool untouched = true;
@@ -442,5 +465,9 @@ GPU_TEST(moe_experts_glm5) {
     compareRows(report, what + " decode path",
                 runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, H, F, f32), P, H, ref, ids,
                 f32 ? 1e-5 : 1e-2);
+    // As on a rank holding one of the token's experts: the split count for one active pair.
+    compareRows(report, what + " decode path, 8 splits",
+                runDecodePath(ctx, dp, x.dev, dg, du, dd, ids, 0, E, k, H, F, f32, 8), P, H, ref,
+                ids, f32 ? 1e-5 : 1e-2);
   }
 }
