@@ -2,6 +2,8 @@
 // parsing, and CUDA-graph timing (median of replays, inputs rotated over several sets).
 #pragma once
 
+#include "codegen/kernels/EmbeddedKernels.h"
+#include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/target/Target.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/support/status.h"
@@ -78,6 +80,35 @@ inline std::string defineLine(const std::string &d) {
   if (eq == std::string::npos)
     return "#define " + d + " 1\n";
   return "#define " + d.substr(0, eq) + " " + d.substr(eq + 1) + "\n";
+}
+
+// Compiles a generated kernel source (the kernel library's headers available) for `arch`,
+// loads it, returns entry `entry` opted in to `dynamicSmem` bytes of shared memory, and prints
+// `name` with ptxas's register line.
+inline glm5rt::cuda::Function buildKernel(glm5rt::cuda::Driver &drv,
+                                          glm5c::codegen::NvrtcCompiler &nvrtc,
+                                          const std::string &name, const std::string &source,
+                                          const std::string &arch, const std::string &entry,
+                                          int64_t dynamicSmem) {
+  glm5c::codegen::KernelSource src;
+  src.name = name;
+  src.source = source;
+  src.headers = glm5c::codegen::embeddedKernelFiles();
+  src.arch = arch;
+  auto compiled = nvrtc.compile(src);
+  checkOk(compiled.status());
+  glm5rt::cuda::Module mod;
+  checkOk(drv.loadModule(compiled->cubin.data(), &mod, name));
+  glm5rt::cuda::Function f;
+  checkOk(drv.getFunction(mod, entry.c_str(), &f));
+  if (dynamicSmem > 48 * 1024)
+    checkOk(drv.setMaxDynamicSmem(f, static_cast<int>(dynamicSmem), name));
+  const size_t p = compiled->log.find("Used");
+  std::printf(
+      "%s: %lld B dynamic shared memory; %s\n", name.c_str(), static_cast<long long>(dynamicSmem),
+      p == std::string::npos ? ""
+                             : compiled->log.substr(p, compiled->log.find('\n', p) - p).c_str());
+  return f;
 }
 
 // Captures launch(i) for every input set i in one CUDA graph, replays it (3 warm-ups, then

@@ -92,30 +92,6 @@ cu::DevicePtr uploadStacked(cu::Driver &drv, GgmlType type, int64_t K, int64_t N
   return d;
 }
 
-cu::Function build(cu::Driver &drv, NvrtcCompiler &nvrtc, const QLinearConfig &cfg,
-                   const std::string &arch) {
-  KernelSource src;
-  src.name = cfg.variant;
-  src.source = qlinearSource(cfg);
-  src.headers = glm5c::codegen::embeddedKernelFiles();
-  src.arch = arch;
-  auto compiled = nvrtc.compile(src);
-  CHECK_OK(compiled.status());
-  cu::Module mod;
-  CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-  cu::Function f;
-  CHECK_OK(drv.getFunction(mod, cfg.entry.c_str(), &f));
-  if (cfg.dynamicSmem > 48 * 1024)
-    CHECK_OK(drv.setMaxDynamicSmem(f, static_cast<int>(cfg.dynamicSmem), src.name));
-  const size_t p = compiled->log.find("Used");
-  std::printf("%s: %lld B dynamic shared memory; %s\n", cfg.variant.c_str(),
-              static_cast<long long>(cfg.dynamicSmem),
-              p == std::string::npos
-                  ? ""
-                  : compiled->log.substr(p, compiled->log.find('\n', p) - p).c_str());
-  return f;
-}
-
 struct Row {
   std::string tiles, types;
   int active, splitsGu, splitsDn;
@@ -216,8 +192,11 @@ int main(int argc, char **argv) {
       auto cfgs = selectMoeExpertFfn(*tiles, uint32_t(*gu), uint32_t(*gu), uint32_t(*dn), kE, kTopk,
                                      kH, kF, false);
       CHECK_OK(cfgs.status());
-      const cu::Function fGu = build(drv, nvrtc, cfgs->decodeGateUp, codeArch);
-      const cu::Function fDn = build(drv, nvrtc, cfgs->decodeDown, codeArch);
+      const QLinearConfig &cGu = cfgs->decodeGateUp, &cDn = cfgs->decodeDown;
+      const cu::Function fGu = glm5c::bench::buildKernel(
+          drv, nvrtc, cGu.variant, qlinearSource(cGu), codeArch, cGu.entry, cGu.dynamicSmem);
+      const cu::Function fDn = glm5c::bench::buildKernel(
+          drv, nvrtc, cDn.variant, qlinearSource(cDn), codeArch, cDn.entry, cDn.dynamicSmem);
       const launch::QLinearParams pGu = qlinearLaunchParams(cfgs->decodeGateUp);
       const launch::QLinearParams pDn = qlinearLaunchParams(cfgs->decodeDown);
       for (int active : actives) {

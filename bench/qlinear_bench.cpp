@@ -207,28 +207,13 @@ int main(int argc, char **argv) {
               }
             }
             auto it = kernels.find(cfg->variant + tn);
-            if (it == kernels.end()) {
-              KernelSource src;
-              src.name = cfg->variant + "_" + tn;
-              src.source = defines + qlinearSource(*cfg);
-              src.headers = glm5c::codegen::embeddedKernelFiles();
-              src.arch = codeArch;
-              auto compiled = nvrtc.compile(src);
-              CHECK_OK(compiled.status());
-              cu::Module mod;
-              CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-              cu::Function f;
-              CHECK_OK(drv.getFunction(mod, cfg->entry.c_str(), &f));
-              if (cfg->dynamicSmem > 48 * 1024)
-                CHECK_OK(drv.setMaxDynamicSmem(f, static_cast<int>(cfg->dynamicSmem), src.name));
-              size_t p = compiled->log.find("Used");
-              std::printf("%s (%s): %lld B dynamic shared memory; %s\n", cfg->variant.c_str(),
-                          tn.c_str(), static_cast<long long>(cfg->dynamicSmem),
-                          p == std::string::npos
-                              ? ""
-                              : compiled->log.substr(p, compiled->log.find('\n', p) - p).c_str());
-              it = kernels.emplace(cfg->variant + tn, f).first;
-            }
+            if (it == kernels.end())
+              it = kernels
+                       .emplace(cfg->variant + tn,
+                                glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tn,
+                                                          defines + qlinearSource(*cfg), codeArch,
+                                                          cfg->entry, cfg->dynamicSmem))
+                       .first;
             cu::Function fn = it->second;
             // --sm120-occupancy: the CTAs per SM of the tile target's shared memory, then a
             // launch size that lets no more than that many share this device's SM (its opt-in
