@@ -84,12 +84,14 @@ inline std::string defineLine(const std::string &d) {
 
 // Compiles a generated kernel source (the kernel library's headers available) for `arch`,
 // loads it, returns entry `entry` opted in to `dynamicSmem` bytes of shared memory, and prints
-// `name` with ptxas's register line.
+// `name` with ptxas's register line. With `auxEntry`, *aux is that entry of the same module (a
+// traced build's dump kernel).
 inline glm5rt::cuda::Function buildKernel(glm5rt::cuda::Driver &drv,
                                           glm5c::codegen::NvrtcCompiler &nvrtc,
                                           const std::string &name, const std::string &source,
                                           const std::string &arch, const std::string &entry,
-                                          int64_t dynamicSmem) {
+                                          int64_t dynamicSmem, const char *auxEntry = nullptr,
+                                          glm5rt::cuda::Function *aux = nullptr) {
   glm5c::codegen::KernelSource src;
   src.name = name;
   src.source = source;
@@ -101,6 +103,8 @@ inline glm5rt::cuda::Function buildKernel(glm5rt::cuda::Driver &drv,
   checkOk(drv.loadModule(compiled->cubin.data(), &mod, name));
   glm5rt::cuda::Function f;
   checkOk(drv.getFunction(mod, entry.c_str(), &f));
+  if (auxEntry)
+    checkOk(drv.getFunction(mod, auxEntry, aux));
   if (dynamicSmem > 48 * 1024)
     checkOk(drv.setMaxDynamicSmem(f, static_cast<int>(dynamicSmem), name));
   const size_t p = compiled->log.find("Used");

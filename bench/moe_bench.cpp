@@ -9,8 +9,12 @@
 //
 // usage: glm5c-bench-moe [--check-only] [--tiles sm_90,sm_120a] [--types q4_k:q6_k,...]
 //                        [--active 8,1] [--splits 0,2,...] [--reps N] [--pdl]
+//                        [--mv-tiles reg,W:S:KC,...] [--define NAME=V]
 // --types lists gate/up:down weight types. --splits times each listed K split (both phases): 0
 // is the runtime's choice for the active pairs (runtime/launch moeDecodeGrid), N forces N.
+// --mv-tiles times each listed tile choice (both phases): `reg` is the registry's, W:S:KC forces
+// W warps, an S-step ring and KC-element x chunks (the launch's L2 prefetch then follows one
+// product's bytes). --define (repeatable) puts `#define NAME V` before the kernel source.
 // --pdl launches each kernel overlapped with the one before it, as the cuda backend does.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
@@ -106,6 +110,8 @@ int main(int argc, char **argv) {
   int reps = 30;
   std::vector<std::string> tileNames, typePairs = {"q4_k:q6_k"};
   std::vector<int> actives = {8, 1}, splitChoices = {0};
+  std::vector<std::string> mvTiles = {"reg"};
+  std::string defines;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--check-only")
@@ -118,6 +124,10 @@ int main(int argc, char **argv) {
       tileNames = splitList(argv[++i]);
     else if (a == "--types" && i + 1 < argc)
       typePairs = splitList(argv[++i]);
+    else if (a == "--mv-tiles" && i + 1 < argc)
+      mvTiles = splitList(argv[++i]);
+    else if (a == "--define" && i + 1 < argc)
+      defines += glm5c::bench::defineLine(argv[++i]);
     else if ((a == "--active" || a == "--splits") && i + 1 < argc) {
       std::vector<int> &v = a == "--active" ? actives : splitChoices;
       v.clear();
@@ -127,7 +137,8 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k:q6_k,...] "
-                   "[--active 8,1] [--splits 0,2,...] [--reps N] [--pdl]\n",
+                   "[--active 8,1] [--splits 0,2,...] [--reps N] [--pdl] "
+                   "[--mv-tiles reg,W:S:KC,...] [--define NAME=V]\n",
                    argv[0]);
       return 2;
     }
@@ -192,117 +203,155 @@ int main(int argc, char **argv) {
       auto cfgs = selectMoeExpertFfn(*tiles, uint32_t(*gu), uint32_t(*gu), uint32_t(*dn), kE, kTopk,
                                      kH, kF, false);
       CHECK_OK(cfgs.status());
-      const QLinearConfig &cGu = cfgs->decodeGateUp, &cDn = cfgs->decodeDown;
-      const cu::Function fGu = glm5c::bench::buildKernel(
-          drv, nvrtc, cGu.variant, qlinearSource(cGu), codeArch, cGu.entry, cGu.dynamicSmem);
-      const cu::Function fDn = glm5c::bench::buildKernel(
-          drv, nvrtc, cDn.variant, qlinearSource(cDn), codeArch, cDn.entry, cDn.dynamicSmem);
-      const launch::QLinearParams pGu = qlinearLaunchParams(cfgs->decodeGateUp);
-      const launch::QLinearParams pDn = qlinearLaunchParams(cfgs->decodeDown);
-      for (int active : actives) {
-        std::vector<cu::DevicePtr> ids(sets);
-        std::vector<std::vector<int32_t>> idHost(sets);
-        for (int s = 0; s < sets; ++s) {
-          for (int e = kE - 1; e > 0; --e)
-            std::swap(perm[size_t(e)], perm[size_t(rng.next() % uint64_t(e + 1))]);
-          idHost[size_t(s)].assign(perm.begin(), perm.begin() + kTopk);
-          for (int j = active; j < kTopk; ++j)
-            idHost[size_t(s)][size_t(j)] = -1; // another rank's expert
-          CHECK_OK(drv.malloc(&ids[size_t(s)], kTopk * 4, "ids"));
-          CHECK_OK(drv.copyToDevice(ids[size_t(s)], idHost[size_t(s)].data(), kTopk * 4));
-        }
-        // The host's out rows of set 0's active pairs, in double precision.
-        std::vector<double> ref(size_t(active) * kH);
-        for (int j = 0; j < active; ++j) {
-          const int e = idHost[0][size_t(j)];
-          std::vector<double> h(kF);
-          for (int f = 0; f < kF; ++f) {
-            const float *g = gVal.data() + size_t(poolRow(f, e)) * kH;
-            const float *u = uVal.data() + size_t(poolRow(f, e)) * kH;
-            double sg = 0, su = 0;
-            for (int c = 0; c < kH; ++c) {
-              sg += double(g[c]) * xf[size_t(c)];
-              su += double(u[c]) * xf[size_t(c)];
+      for (const std::string &mt : mvTiles) {
+        QLinearConfig cGu = cfgs->decodeGateUp, cDn = cfgs->decodeDown;
+        bool skip = false;
+        if (mt != "reg") {
+          int wv = 0, sv = 0;
+          long long kv = 0;
+          if (std::sscanf(mt.c_str(), "%d:%d:%lld", &wv, &sv, &kv) != 3) {
+            std::fprintf(stderr, "--mv-tiles: '%s' is not reg or W:S:KC\n", mt.c_str());
+            return 2;
+          }
+          // The registry's config of each phase with the tiles swapped in.
+          for (QLinearConfig *c : {&cGu, &cDn}) {
+            const bool isGu = c == &cGu;
+            auto q = qlinearDecodeWith(*tiles, isGu ? uint32_t(*gu) : uint32_t(*dn), isGu ? kH : kF,
+                                       isGu ? kF : kH, 1, wv, sv, kv);
+            if (!q.isOk()) {
+              std::printf("  skipped: %s\n", q.status().message().c_str());
+              skip = true;
+              break;
             }
-            // h is stored as bf16 between the phases: round it as the kernel does.
-            h[size_t(f)] =
-                glm5rt::bf16ToFloat(glm5rt::floatToBf16(float(sg / (1 + std::exp(-sg)) * su)));
-          }
-          for (int n = 0; n < kH; ++n) {
-            const float *d = dVal.data() + size_t(poolRow(n, e)) * kF;
-            double s = 0;
-            for (int f = 0; f < kF; ++f)
-              s += double(d[f]) * h[size_t(f)];
-            ref[size_t(j) * kH + size_t(n)] = s;
+            *c = moeDecodePhase(*q, isGu);
           }
         }
-        for (int forced : splitChoices) {
-          const launch::MoeDecodeGrid a =
-              launch::moeDecodeGrid(pGu, true, sizing.smCount, kTopk, active, kF, kH, forced);
-          const launch::MoeDecodeGrid b =
-              launch::moeDecodeGrid(pDn, false, sizing.smCount, kTopk, active, kH, kF, forced);
-          if (size_t(std::max(a.counters, b.counters)) > counters) {
-            std::fprintf(stderr, "more split counters than allocated\n");
-            return 1;
+        if (skip)
+          continue;
+        const std::string tag = defines.empty() ? "" : "_def" + std::to_string(defines.size());
+        const cu::Function fGu =
+            glm5c::bench::buildKernel(drv, nvrtc, cGu.variant + tag, defines + qlinearSource(cGu),
+                                      codeArch, cGu.entry, cGu.dynamicSmem);
+        const cu::Function fDn =
+            glm5c::bench::buildKernel(drv, nvrtc, cDn.variant + tag, defines + qlinearSource(cDn),
+                                      codeArch, cDn.entry, cDn.dynamicSmem);
+        const launch::QLinearParams pGu = qlinearLaunchParams(cGu);
+        const launch::QLinearParams pDn = qlinearLaunchParams(cDn);
+        for (int active : actives) {
+          std::vector<cu::DevicePtr> ids(sets);
+          std::vector<std::vector<int32_t>> idHost(sets);
+          for (int s = 0; s < sets; ++s) {
+            for (int e = kE - 1; e > 0; --e)
+              std::swap(perm[size_t(e)], perm[size_t(rng.next() % uint64_t(e + 1))]);
+            idHost[size_t(s)].assign(perm.begin(), perm.begin() + kTopk);
+            for (int j = active; j < kTopk; ++j)
+              idHost[size_t(s)][size_t(j)] = -1; // another rank's expert
+            CHECK_OK(drv.malloc(&ids[size_t(s)], kTopk * 4, "ids"));
+            CHECK_OK(drv.copyToDevice(ids[size_t(s)], idHost[size_t(s)].data(), kTopk * 4));
           }
-          if (ws)
-            (void)drv.free(ws);
-          CHECK_OK(drv.malloc(&ws,
-                              size_t(std::max<int64_t>({a.workspaceBytes, b.workspaceBytes, 4})),
-                              "workspace"));
-          int first = 0, E = kE, k = kTopk, F = kF, H = kH, kpsA = a.kPerSplit, kpsB = b.kPerSplit;
-          auto run = [&](const launch::MoeDecodeGrid &g, cu::Function f, void **args,
-                         const char *what) {
-            CHECK_OK(pdl ? drv.launchOverlapped(f, g.gridX, g.gridY, g.gridZ, g.threads, 1, g.smem,
-                                                stream, args, what)
-                         : drv.launch(f, g.gridX, g.gridY, g.gridZ, g.threads, 1, 1, g.smem, stream,
-                                      args, what));
-          };
-          cu::DevicePtr wgv = wg, wuv = wu, wdv = wd;
-          auto launchGu = [&](size_t s) {
-            void *args[] = {&wgv,   &wuv, &dx, &ids[s], &dh, &ws,  &ctr,
-                            &first, &E,   &k,  &F,      &H,  &kpsA};
-            run(a, fGu, args, "moe_expert_decode_gate_up");
-          };
-          auto launchDn = [&](size_t s) {
-            void *args[] = {&wdv, &dh, &ids[s], &dout, &ws, &ctr, &first, &E, &F, &H, &kpsB};
-            run(b, fDn, args, "moe_expert_decode_down");
-          };
+          // The host's out rows of set 0's active pairs, in double precision.
+          std::vector<double> ref(size_t(active) * kH);
+          for (int j = 0; j < active; ++j) {
+            const int e = idHost[0][size_t(j)];
+            std::vector<double> h(kF);
+            for (int f = 0; f < kF; ++f) {
+              const float *g = gVal.data() + size_t(poolRow(f, e)) * kH;
+              const float *u = uVal.data() + size_t(poolRow(f, e)) * kH;
+              double sg = 0, su = 0;
+              for (int c = 0; c < kH; ++c) {
+                sg += double(g[c]) * xf[size_t(c)];
+                su += double(u[c]) * xf[size_t(c)];
+              }
+              // h is stored as bf16 between the phases: round it as the kernel does.
+              h[size_t(f)] =
+                  glm5rt::bf16ToFloat(glm5rt::floatToBf16(float(sg / (1 + std::exp(-sg)) * su)));
+            }
+            for (int n = 0; n < kH; ++n) {
+              const float *d = dVal.data() + size_t(poolRow(n, e)) * kF;
+              double s = 0;
+              for (int f = 0; f < kF; ++f)
+                s += double(d[f]) * h[size_t(f)];
+              ref[size_t(j) * kH + size_t(n)] = s;
+            }
+          }
+          for (int forced : splitChoices) {
+            const launch::MoeDecodeGrid a =
+                launch::moeDecodeGrid(pGu, true, sizing.smCount, kTopk, active, kF, kH, forced);
+            const launch::MoeDecodeGrid b =
+                launch::moeDecodeGrid(pDn, false, sizing.smCount, kTopk, active, kH, kF, forced);
+            if (size_t(std::max(a.counters, b.counters)) > counters) {
+              std::fprintf(stderr, "more split counters than allocated\n");
+              return 1;
+            }
+            if (ws)
+              (void)drv.free(ws);
+            CHECK_OK(drv.malloc(&ws,
+                                size_t(std::max<int64_t>({a.workspaceBytes, b.workspaceBytes, 4})),
+                                "workspace"));
+            int first = 0, E = kE, k = kTopk, F = kF, H = kH, kpsA = a.kPerSplit,
+                kpsB = b.kPerSplit;
+            auto run = [&](const launch::MoeDecodeGrid &g, cu::Function f, void **args,
+                           const char *what) {
+              CHECK_OK(pdl ? drv.launchOverlapped(f, g.gridX, g.gridY, g.gridZ, g.threads, 1,
+                                                  g.smem, stream, args, what)
+                           : drv.launch(f, g.gridX, g.gridY, g.gridZ, g.threads, 1, 1, g.smem,
+                                        stream, args, what));
+            };
+            cu::DevicePtr wgv = wg, wuv = wu, wdv = wd;
+            auto launchGu = [&](size_t s) {
+              void *args[] = {&wgv,   &wuv, &dx, &ids[s], &dh, &ws,  &ctr,
+                              &first, &E,   &k,  &F,      &H,  &kpsA};
+              run(a, fGu, args, "moe_expert_decode_gate_up");
+            };
+            auto launchDn = [&](size_t s) {
+              void *args[] = {&wdv, &dh, &ids[s], &dout, &ws, &ctr, &first, &E, &F, &H, &kpsB};
+              run(b, fDn, args, "moe_expert_decode_down");
+            };
 
-          // Correctness: set 0, output poisoned first.
-          CHECK_OK(drv.memsetD8(dout, 0xff, size_t(kTopk) * kH * 4));
-          launchGu(0);
-          launchDn(0);
-          CHECK_OK(drv.synchronize(stream));
-          std::vector<float> got(size_t(kTopk) * kH);
-          CHECK_OK(drv.copyToHost(got.data(), dout, got.size() * 4));
-          double e2 = 0, r2 = 0;
-          for (size_t i = 0; i < ref.size(); ++i) {
-            const double d = std::isfinite(got[i]) ? got[i] - ref[i] : 1e30;
-            e2 += d * d;
-            r2 += ref[i] * ref[i];
+            // Correctness: set 0, output poisoned first.
+            CHECK_OK(drv.memsetD8(dout, 0xff, size_t(kTopk) * kH * 4));
+            launchGu(0);
+            launchDn(0);
+            CHECK_OK(drv.synchronize(stream));
+            std::vector<float> got(size_t(kTopk) * kH);
+            CHECK_OK(drv.copyToHost(got.data(), dout, got.size() * 4));
+            double e2 = 0, r2 = 0;
+            for (size_t i = 0; i < ref.size(); ++i) {
+              const double d = std::isfinite(got[i]) ? got[i] - ref[i] : 1e30;
+              e2 += d * d;
+              r2 += ref[i] * ref[i];
+            }
+            Row row{tn,
+                    mt == "reg" ? tp : tp + " " + mt,
+                    active,
+                    int(a.gridZ),
+                    int(b.gridZ),
+                    0,
+                    0,
+                    0,
+                    0,
+                    std::sqrt(e2 / r2),
+                    false};
+            row.ok = row.err <= 1e-2;
+            failed |= !row.ok;
+            if (!checkOnly) {
+              row.usGu = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, launchGu);
+              row.usDn = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, launchDn);
+              row.usBoth = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, [&](size_t s) {
+                launchGu(s);
+                launchDn(s);
+              });
+              row.gbs = double(active * pairBytes) / row.usBoth / 1e3;
+            }
+            std::printf(
+                "  %-7s %-10s active %d splits %d/%d rel err %.1e %s  %.1f + %.1f -> %.1f us\n",
+                tn.c_str(), tp.c_str(), active, row.splitsGu, row.splitsDn, row.err,
+                row.ok ? "ok" : "FAILED", row.usGu, row.usDn, row.usBoth);
+            rows.push_back(row);
           }
-          Row row{tn, tp, active, int(a.gridZ),       int(b.gridZ), 0,
-                  0,  0,  0,      std::sqrt(e2 / r2), false};
-          row.ok = row.err <= 1e-2;
-          failed |= !row.ok;
-          if (!checkOnly) {
-            row.usGu = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, launchGu);
-            row.usDn = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, launchDn);
-            row.usBoth = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, [&](size_t s) {
-              launchGu(s);
-              launchDn(s);
-            });
-            row.gbs = double(active * pairBytes) / row.usBoth / 1e3;
-          }
-          std::printf(
-              "  %-7s %-10s active %d splits %d/%d rel err %.1e %s  %.1f + %.1f -> %.1f us\n",
-              tn.c_str(), tp.c_str(), active, row.splitsGu, row.splitsDn, row.err,
-              row.ok ? "ok" : "FAILED", row.usGu, row.usDn, row.usBoth);
-          rows.push_back(row);
+          for (cu::DevicePtr d : ids)
+            (void)drv.free(d);
         }
-        for (cu::DevicePtr d : ids)
-          (void)drv.free(d);
       }
     }
     for (cu::DevicePtr d : {wg, wu, wd, dx, dh, dout, ctr})

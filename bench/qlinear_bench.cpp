@@ -7,7 +7,7 @@
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
 //                            [--reps N] [--mv-tiles reg,fp32,W:S:KC,...] [--splits 0,3,...]
-//                            [--sm120-occupancy] [--pdl]
+//                            [--sm120-occupancy] [--pdl] [--trace]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
@@ -20,6 +20,8 @@
 // SM120's 100 KB run them, instead of the H200's 228 KB ("o<N>" in the variant column).
 // --pdl launches each product overlapped with the one before it in the timed graph (programmatic
 // dependent launch), as the cuda backend launches kernels.
+// --trace builds the decode kernels with their phase stamps (qlinear.cuh GLM_QL_TRACE) and prints,
+// after each timed row, where the last timed launch's time went.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -71,9 +73,77 @@ struct Row {
   bool ok;
 };
 
+// --trace: the most CTAs a traced launch records, and the stamps per CTA (qlinear.cuh).
+constexpr int kTraceCtas = 4096, kTraceSlots = 6;
+
+// --trace: the stamps of the traced build's last launch, in us from its first CTA's start: each
+// stamp's median and latest over the CTAs, each phase's median and longest, and how the CTAs and
+// their ends spread over the SMs.
+void printTrace(cu::Driver &drv, cu::Function dump, int ctas, cu::Stream s) {
+  ctas = std::min(ctas, kTraceCtas);
+  const size_t n = size_t(kTraceCtas) * kTraceSlots;
+  cu::DevicePtr d = 0;
+  CHECK_OK(drv.malloc(&d, n * 8, "trace"));
+  void *args[] = {&d};
+  CHECK_OK(drv.launch(dump, 64, 1, 1, 256, 1, 1, 0, s, args, "ql_trace_dump"));
+  CHECK_OK(drv.synchronize(s));
+  std::vector<unsigned long long> t(n);
+  CHECK_OK(drv.copyToHost(t.data(), d, n * 8));
+  (void)drv.free(d);
+  auto at = [&](int c, int slot) { return t[size_t(c) * kTraceSlots + slot]; };
+  unsigned long long t0 = ~0ull;
+  for (int c = 0; c < ctas; ++c)
+    t0 = std::min(t0, at(c, 0));
+  auto med = [](std::vector<double> v, double *mx) {
+    std::sort(v.begin(), v.end());
+    *mx = v.back();
+    return v[v.size() / 2];
+  };
+  const char *stamp[] = {"start", "chain passed", "x staged", "steps done", "end"};
+  std::printf("    trace (%d CTAs, us from the first start):", ctas);
+  for (int slot = 0; slot < 5; ++slot) {
+    std::vector<double> v;
+    for (int c = 0; c < ctas; ++c)
+      v.push_back((double(at(c, slot)) - double(t0)) * 1e-3);
+    double mx;
+    const double m = med(v, &mx);
+    std::printf(" %s %.2f/%.2f", stamp[slot], m, mx);
+  }
+  std::printf("\n    phases (median/longest):");
+  const char *phase[] = {"chain wait", "x staging", "steps", "fixup"};
+  for (int p = 0; p < 4; ++p) {
+    std::vector<double> v;
+    for (int c = 0; c < ctas; ++c)
+      v.push_back((double(at(c, p + 1)) - double(at(c, p))) * 1e-3);
+    double mx;
+    const double m = med(v, &mx);
+    std::printf(" %s %.2f/%.2f", phase[p], m, mx);
+  }
+  std::map<unsigned long long, std::pair<int, double>> sm; // CTAs, last end
+  for (int c = 0; c < ctas; ++c) {
+    auto &e = sm[at(c, 5)];
+    e.first += 1;
+    e.second = std::max(e.second, (double(at(c, 4)) - double(t0)) * 1e-3);
+  }
+  std::map<int, int> perSm;
+  std::vector<double> ends;
+  for (const auto &e : sm) {
+    perSm[e.second.first] += 1;
+    ends.push_back(e.second.second);
+  }
+  double mx;
+  const double m = med(ends, &mx);
+  std::printf("\n    SMs (%zu): last end median %.2f, first %.2f, last %.2f; CTAs per SM:",
+              sm.size(), m, *std::min_element(ends.begin(), ends.end()), mx);
+  for (const auto &e : perSm)
+    std::printf(" %dx%d", e.second, e.first);
+  std::printf("\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  bool trace = false;
   bool checkOnly = false, sm120Occupancy = false;
   int reps = 30;
   std::vector<std::string> tileNames, typeNames, shapeNames;
@@ -97,7 +167,9 @@ int main(int argc, char **argv) {
     else if (a == "--define" && i + 1 < argc) {
       defines += glm5c::bench::defineLine(argv[++i]);
       defineTag += std::string("+") + argv[i];
-    } else if (a == "--pdl") // each launch overlapped with the one before, as the runtime's
+    } else if (a == "--trace")
+      trace = true;
+    else if (a == "--pdl") // each launch overlapped with the one before, as the runtime's
       pdl = true;
     else if (a == "--mv-tiles" && i + 1 < argc)
       mvTiles = splitList(argv[++i]);
@@ -116,7 +188,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
                    "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy] "
-                   "[--pdl]\n",
+                   "[--pdl] [--trace]\n",
                    argv[0]);
       return 2;
     }
@@ -129,7 +201,9 @@ int main(int argc, char **argv) {
   NvrtcCompiler nvrtc(NvrtcCompiler::defaultCacheDir());
   cu::Stream stream;
   CHECK_OK(drv.streamCreate(&stream));
-  std::map<std::string, cu::Function> kernels;
+  std::map<std::string, std::pair<cu::Function, cu::Function>> kernels; // entry, trace dump
+  const std::string traceDefine =
+      trace ? "#define GLM_QL_TRACE " + std::to_string(kTraceCtas) + "\n" : std::string();
   std::vector<Row> rows;
   bool failed = false;
 
@@ -207,14 +281,15 @@ int main(int argc, char **argv) {
               }
             }
             auto it = kernels.find(cfg->variant + tn);
-            if (it == kernels.end())
-              it = kernels
-                       .emplace(cfg->variant + tn,
-                                glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tn,
-                                                          defines + qlinearSource(*cfg), codeArch,
-                                                          cfg->entry, cfg->dynamicSmem))
-                       .first;
-            cu::Function fn = it->second;
+            if (it == kernels.end()) {
+              cu::Function dump = nullptr;
+              cu::Function f = glm5c::bench::buildKernel(
+                  drv, nvrtc, cfg->variant + "_" + tn + (trace ? "_trace" : ""),
+                  defines + traceDefine + qlinearSource(*cfg), codeArch, cfg->entry,
+                  cfg->dynamicSmem, trace && cfg->mma ? "ql_trace_dump" : nullptr, &dump);
+              it = kernels.emplace(cfg->variant + tn, std::make_pair(f, dump)).first;
+            }
+            cu::Function fn = it->second.first;
             // --sm120-occupancy: the CTAs per SM of the tile target's shared memory, then a
             // launch size that lets no more than that many share this device's SM (its opt-in
             // maximum + the 1 KB the system reserves per CTA).
@@ -252,8 +327,8 @@ int main(int argc, char **argv) {
                 void *args[] = {&wp, &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
                 CHECK_OK(pdl ? drv.launchOverlapped(fn, l.gridX, l.gridY, 1, l.threads, 1, l.smem,
                                                     stream, args, "qlinear_decode")
-                             : drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem,
-                                          stream, args, "qlinear_decode"));
+                             : drv.launch(fn, l.gridX, l.gridY, 1, l.threads, 1, 1, l.smem, stream,
+                                          args, "qlinear_decode"));
               };
 
               // Correctness: one launch, 64 sampled rows against a double-precision host product.
@@ -292,6 +367,8 @@ int main(int argc, char **argv) {
                 std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs,
                             100.0 * row.gbs / 4230.0);
               std::printf("\n");
+              if (trace && !checkOnly && it->second.second)
+                printTrace(drv, it->second.second, l.gridX * l.gridY, stream);
               rows.push_back(row);
               for (cu::DevicePtr d : {dx, dy, ws, cnt})
                 (void)drv.free(d);

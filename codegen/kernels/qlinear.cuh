@@ -44,6 +44,41 @@
 #error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode)"
 #endif
 
+#ifndef GLM_QL_LATE_TRIGGER
+#define GLM_QL_LATE_TRIGGER 0
+#endif
+
+// Decode phase trace (profiling only, glm5c-bench-qlinear --trace; GLM_QL_TRACE = the most CTAs
+// traced): thread 0 of CTA c (blockIdx in x-fastest order) stores %globaltimer at slot 0
+// its start, 1 past its grid chain, 2 its first x chunk staged, 3 its last step done, 4 its end
+// (after the split-K fixup), and its SM's id at slot 5. ql_trace_dump copies them out.
+#ifdef GLM_QL_TRACE
+#define GLM_QL_TRACE_SLOTS 6
+__device__ unsigned long long glm_ql_trace[GLM_QL_TRACE][GLM_QL_TRACE_SLOTS];
+#define GLM_QL_STAMP(slot)                                                                       \
+  do {                                                                                           \
+    const unsigned c_ = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;          \
+    if (threadIdx.x == 0 && c_ < GLM_QL_TRACE)                                                   \
+      glm_ql_trace[c_][slot] = glm_globaltimer();                                                \
+  } while (0)
+__device__ __forceinline__ void glm_ql_stamp_sm() {
+  const unsigned c = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (threadIdx.x == 0 && c < GLM_QL_TRACE)
+    glm_ql_trace[c][5] = sm;
+}
+extern "C" __global__ void ql_trace_dump(unsigned long long *out) {
+  glm_grid_chain();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < GLM_QL_TRACE * GLM_QL_TRACE_SLOTS;
+       i += gridDim.x * blockDim.x)
+    out[i] = (&glm_ql_trace[0][0])[i];
+}
+#else
+#define GLM_QL_STAMP(slot)
+__device__ __forceinline__ void glm_ql_stamp_sm() {}
+#endif
+
 // The registry says which decode path; by default the mma one wherever it exists.
 #ifndef GLM_MV_USE_MMA
 #define GLM_MV_USE_MMA (GLM_MV_MMA && !GLM_ACT_F32)
@@ -345,14 +380,20 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 // reads x or global memory other than w: a kernel whose w and arguments do not depend on its
 // predecessor waits for that predecessor there (glm_grid_chain), so its weights stream in while
 // the predecessor finishes (w is never written by a kernel of the step).
-template <typename Emit, typename Chain>
+// kPaired (mma path only): two products of the same shape and x in one pipeline -- warps
+// [0, GLM_WARPS / 2) stream rows [row0, row0 + GLM_CTA_ROWS / 2) of w, the other half the same
+// rows of w2 -- whose results are emitted as rows N + row. One ring fill, one x staging per chunk
+// and one drain serve both products (run one after the other, each paid its own).
+template <bool kPaired = false, typename Emit, typename Chain>
 __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
+                                                  const glm_u8 *__restrict__ w2,
                                                   const glm_act *__restrict__ x, int N, int K,
                                                   int row0, int k_begin, int k_end, Emit emit,
                                                   Chain chain) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const long long row_bytes = static_cast<long long>(K / GLM_QK) * GLM_QBYTES;
+  GLM_QL_STAMP(0);
 
 #if GLM_MV_USE_MMA
   glm_bf16 *xs = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XS);
@@ -360,7 +401,12 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   glm_bf16 *xraw = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_XRAW); // GLM_MV_XPREFETCH
   glm_u8 *ring = smem + GLM_SMEM_RING + warp * GLM_STAGES * 16 * GLM_SLOT;
   const int g = lane / 4, t = lane % 4;
-  const int wrow0 = row0 + warp * 16;
+  static_assert(!kPaired || GLM_WARPS % 2 == 0, "paired products split the warps in halves");
+  constexpr int kHalf = kPaired ? GLM_WARPS / 2 : GLM_WARPS; // warps per product
+  const bool second = kPaired && warp >= kHalf;              // this warp streams w2
+  if (second)
+    w = w2;
+  const int wrow0 = row0 + (warp % kHalf) * 16;
   const int nsteps = k_end > k_begin ? (k_end - k_begin + GLM_MV_STEP - 1) / GLM_MV_STEP : 0;
 #if GLM_XSUM_STAGED
   for (int i = tid; i < GLM_KC / GLM_XSUM_GRAN * 8; i += GLM_THREADS)
@@ -472,6 +518,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   for (int s = 0; s < GLM_STAGES - 1; ++s)
     issue(s);
   chain();
+  GLM_QL_STAMP(1);
   if (GLM_MV_XPREFETCH) {
     if (nsteps > 0)
       glm_xraw_issue(x, xraw, K, k_begin, min(GLM_KC, k_end - k_begin));
@@ -532,6 +579,10 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
       glm_stage_x(xsrc, xstride, xs, xsum, kc);
       __syncthreads();
 #endif
+#ifdef GLM_QL_TRACE
+      if (i == 0)
+        GLM_QL_STAMP(2);
+#endif
 #if GLM_MV_XPREFETCH
       if (k + GLM_KC < k_end) // the next chunk's copy: every thread is past its last read of raw
         glm_xraw_issue(x, xraw, K, k + GLM_KC, min(GLM_KC, k_end - k - GLM_KC));
@@ -559,6 +610,11 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     __syncwarp(); // the slot may be refilled
   }
   glm_cp_async_wait<0>();
+  GLM_QL_STAMP(3);
+#if GLM_QL_LATE_TRIGGER
+  // Experiment: the successor may be scheduled once every CTA has streamed its weights.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #if GLM_MV_XF16
   rescale(1.f);
 #endif
@@ -575,9 +631,10 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   for (int c = 0; c < 4; ++c) {
     const int row = wrow0 + g + (c >= 2 ? 8 : 0), tok = 2 * t + (c & 1);
     if (row < N && tok < GLM_TOKENS)
-      emit(c, row, tok, acc[c]);
+      emit(c, second ? N + row : row, tok, acc[c]);
   }
 #else
+  static_assert(!kPaired, "paired products take the mma path");
   chain(); // rows are read straight from global memory, in the loop
   float *xf = reinterpret_cast<float *>(smem);
   const int wrow0 = row0 + warp * GLM_RPW;
@@ -647,10 +704,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   const int k_begin = split * k_per_split;
   const int row0 = blockIdx.x * GLM_CTA_ROWS;
   glm_ql_decode_cta(
-      w, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
+      w, nullptr, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
       [&](int, int row, int tok, float v) { glm_ql_emit(y, ws, N, row, tok, v, split, splits); },
       [] { glm_grid_chain(); }); // after the weights' first copies
   glm_ql_fixup(y, ws, counters, N, row0, splits);
+  GLM_QL_STAMP(4);
+  glm_ql_stamp_sm();
 }
 
 #else // GLM_QL_KIND 3 or 4: MoE routed experts at decode, one matrix-vector product per pair
@@ -669,9 +728,16 @@ static_assert(GLM_TOKENS == 1, "one token per pair");
 __device__ __forceinline__ float glm_mv_silu(float z) { return z / (1.f + expf(-z)); }
 
 #if GLM_QL_KIND == 3
-// h[p, f] = silu(gate_e[f] . x[t]) * (up_e[f] . x[t]) for f < F, as activations; the gate's
-// products stay in registers (same slots) while the up product runs. ws: [splits, P, 2, F]
-// (gate, up) when split.
+// h[p, f] = silu(gate_e[f] . x[t]) * (up_e[f] . x[t]) for f < F, as activations. A CTA covers
+// GLM_GU_ROWS rows of h (the registry's rows_per_cta): on the mma path half of its warps stream
+// gate's rows and half up's, in one pipeline (their results meet in shared memory); on the fp32
+// path it runs gate, keeping the products in registers (same slots), then up. ws: [splits, P, 2,
+// F] (gate, up) when split.
+#if GLM_MV_USE_MMA
+#define GLM_GU_ROWS (GLM_CTA_ROWS / 2)
+#else
+#define GLM_GU_ROWS GLM_CTA_ROWS
+#endif
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
     moe_expert_decode_gate_up(const glm_u8 *__restrict__ w_gate, // {H, F, E_rank}
                               const glm_u8 *__restrict__ w_up,   // {H, F, E_rank}
@@ -688,15 +754,36 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   const int k_begin = split * k_per_split, k_end = min(H, k_begin + k_per_split);
   const long long off = static_cast<long long>(e) * F * (H / GLM_QK) * GLM_QBYTES;
   const glm_act *xt = x + static_cast<long long>(p / topk) * H;
-  const int row0 = blockIdx.x * GLM_CTA_ROWS;
+  const int row0 = blockIdx.x * GLM_GU_ROWS;
   float *part = ws + (static_cast<long long>(split) * P + p) * 2 * F; // this split's gate, up
+#if GLM_MV_USE_MMA
+  // Gate and up in one pipeline (glm_ql_decode_cta kPaired): up's rows come back as F + row.
+  __shared__ float s_gu[2][GLM_GU_ROWS];
+  glm_ql_decode_cta<true>(
+      w_gate + off, w_up + off, xt, F, H, row0, k_begin, k_end,
+      [&](int, int row, int, float v) {
+        const int up = row >= F ? 1 : 0;
+        if (splits == 1)
+          s_gu[up][row - up * F - row0] = v;
+        else
+          part[row] = v; // gate at [0, F), up at [F, 2 F)
+      },
+      [] {});
+  if (splits == 1) {
+    __syncthreads();
+    for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS)
+      glm_act_store(h, static_cast<long long>(p) * F + row,
+                    glm_mv_silu(s_gu[0][row - row0]) * s_gu[1][row - row0]);
+    return;
+  }
+#else
   float gate[GLM_EMIT_SLOTS];
   glm_ql_decode_cta(
-      w_gate + off, xt, F, H, row0, k_begin, k_end,
+      w_gate + off, nullptr, xt, F, H, row0, k_begin, k_end,
       [&](int slot, int, int, float v) { gate[slot] = v; }, [] {});
   __syncthreads(); // x is staged again for the second product
   glm_ql_decode_cta(
-      w_up + off, xt, F, H, row0, k_begin, k_end,
+      w_up + off, nullptr, xt, F, H, row0, k_begin, k_end,
       [&](int slot, int row, int, float v) {
         if (splits == 1) {
           glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
@@ -706,9 +793,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
         }
       },
       [] {});
+#endif
   if (splits == 1 || !glm_ql_last_split(counters + p * gridDim.x + blockIdx.x, splits))
     return;
-  for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_CTA_ROWS); row += GLM_THREADS) {
+  for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS) {
     float g = 0.f, u = 0.f;
     for (int sp = 0; sp < splits; ++sp) {
       const float *q = ws + (static_cast<long long>(sp) * P + p) * 2 * F;
@@ -739,7 +827,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   float *dst = splits == 1 ? out + static_cast<long long>(p) * H
                            : ws + (static_cast<long long>(split) * P + p) * H;
   glm_ql_decode_cta(
-      w_down + off, h + static_cast<long long>(p) * F, H, F, row0, k_begin, k_end,
+      w_down + off, nullptr, h + static_cast<long long>(p) * F, H, F, row0, k_begin, k_end,
       [&](int, int row, int, float v) { dst[row] = v; }, [] {});
   if (splits == 1 || !glm_ql_last_split(counters + p * gridDim.x + blockIdx.x, splits))
     return;

@@ -192,14 +192,23 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
                 : selectQLinear(tiles, downType, ffn, hidden, 1, actF32, launchBytes);
     if (!q.isOk())
       return q.status().withContext(gu ? "moe_expert_decode_gate_up" : "moe_expert_decode_down");
-    q->kind = gu ? QLinearKind::kExpertGateUp : QLinearKind::kExpertDown;
-    q->entry = gu ? "moe_expert_decode_gate_up" : "moe_expert_decode_down";
-    const std::string prefix = "qlinear_mv";
-    if (q->variant.compare(0, prefix.size(), prefix) == 0)
-      q->variant.replace(0, prefix.size(), gu ? "moe_mv_gate_up" : "moe_mv_down");
-    (gu ? out.decodeGateUp : out.decodeDown) = *q;
+    (gu ? out.decodeGateUp : out.decodeDown) = moeDecodePhase(*q, gu);
   }
   return out;
+}
+
+QLinearConfig moeDecodePhase(QLinearConfig q, bool gateUp) {
+  q.kind = gateUp ? QLinearKind::kExpertGateUp : QLinearKind::kExpertDown;
+  q.entry = gateUp ? "moe_expert_decode_gate_up" : "moe_expert_decode_down";
+  const std::string prefix = "qlinear_mv";
+  if (q.variant.compare(0, prefix.size(), prefix) == 0)
+    q.variant.replace(0, prefix.size(), gateUp ? "moe_mv_gate_up" : "moe_mv_down");
+  // Gate and up share one pipeline on the mma path: a CTA's warps split between the two
+  // matrices, so it covers half its rows of h. Measured on the H200 (bench/RESULTS.md
+  // 2026-11-30, "MoE gate/up in one pipeline").
+  if (gateUp && q.mma)
+    q.rowsPerCta /= 2;
+  return q;
 }
 
 glm5rt::launch::MoeFfnParams moeFfnLaunchParams(const MoeFfnConfig &cfg) {
