@@ -44,10 +44,6 @@
 #error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode)"
 #endif
 
-#ifndef GLM_QL_LATE_TRIGGER
-#define GLM_QL_LATE_TRIGGER 0
-#endif
-
 // Decode phase trace (profiling only, glm5c-bench-qlinear --trace; GLM_QL_TRACE = the most CTAs
 // traced): thread 0 of CTA c (blockIdx in x-fastest order) stores %globaltimer at slot 0
 // its start, 1 past its grid chain, 2 its first x chunk staged, 3 its last step done, 4 its end
@@ -611,10 +607,6 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   }
   glm_cp_async_wait<0>();
   GLM_QL_STAMP(3);
-#if GLM_QL_LATE_TRIGGER
-  // Experiment: the successor may be scheduled once every CTA has streamed its weights.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 #if GLM_MV_XF16
   rescale(1.f);
 #endif
