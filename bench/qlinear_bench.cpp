@@ -7,7 +7,7 @@
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
 //                            [--reps N] [--mv-tiles reg,fp32,W:S:KC,...] [--splits 0,3,...]
-//                            [--sm120-occupancy] [--pdl] [--trace]
+//                            [--sm120-occupancy] [--pdl] [--trace] [--gate-up]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
@@ -20,6 +20,8 @@
 // SM120's 100 KB run them, instead of the H200's 228 KB ("o<N>" in the variant column).
 // --pdl launches each product overlapped with the one before it in the timed graph (programmatic
 // dependent launch), as the cuda backend launches kernels.
+// --gate-up also times glm.gate_up's kernel (qlinear_decode_gate_up: the shape's rows as gate and
+// as up, SwiGLU in its epilogue; GB/s on both weights' bytes) at one token.
 // --trace builds the decode kernels with their phase stamps (qlinear.cuh GLM_QL_TRACE) and prints,
 // after each timed row, where the last timed launch's time went.
 #include "bench/bench_util.h"
@@ -29,6 +31,7 @@
 #include "runtime/cuda/Driver.h"
 #include "runtime/gguf/quant.h"
 #include "runtime/host/ops.h"
+#include "runtime/launch/Moe.h"
 #include "runtime/support/half.h"
 
 #include <algorithm>
@@ -143,7 +146,7 @@ void printTrace(cu::Driver &drv, cu::Function dump, int ctas, cu::Stream s) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool trace = false;
+  bool trace = false, gateUp = false;
   bool checkOnly = false, sm120Occupancy = false;
   int reps = 30;
   std::vector<std::string> tileNames, typeNames, shapeNames;
@@ -169,6 +172,8 @@ int main(int argc, char **argv) {
       defineTag += std::string("+") + argv[i];
     } else if (a == "--trace")
       trace = true;
+    else if (a == "--gate-up")
+      gateUp = true;
     else if (a == "--pdl") // each launch overlapped with the one before, as the runtime's
       pdl = true;
     else if (a == "--mv-tiles" && i + 1 < argc)
@@ -188,7 +193,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
                    "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy] "
-                   "[--pdl] [--trace]\n",
+                   "[--pdl] [--trace] [--gate-up]\n",
                    argv[0]);
       return 2;
     }
@@ -374,6 +379,87 @@ int main(int argc, char **argv) {
                 (void)drv.free(d);
             }
           }
+        if (gateUp && std::find(tokenCounts.begin(), tokenCounts.end(), 1) != tokenCounts.end()) {
+          // glm.gate_up at one token: gate = this shape's rows, up = the pool's rows shifted by
+          // 7 (different values, so a swapped pair would show), both rotated over the sets.
+          auto cfg = selectGateUp(*tiles, uint32_t(type), K, N, false);
+          CHECK_OK(cfg.status());
+          std::vector<uint8_t> upHost(static_cast<size_t>(bytes));
+          for (int64_t n = 0; n < N; ++n)
+            std::memcpy(upHost.data() + n * rowBytes,
+                        poolBytes.data() + ((n + 7) % pool) * rowBytes, size_t(rowBytes));
+          std::vector<cu::DevicePtr> wu(sets);
+          for (int s = 0; s < sets; ++s) {
+            CHECK_OK(drv.malloc(&wu[s], size_t(bytes), "up weights"));
+            CHECK_OK(drv.copyToDevice(wu[s], upHost.data(), size_t(bytes)));
+          }
+          cu::Function fn = glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tn,
+                                                      defines + qlinearSource(*cfg), codeArch,
+                                                      cfg->entry, cfg->dynamicSmem);
+          const auto g = glm5rt::launch::moeDecodeGrid(qlinearLaunchParams(*cfg), true,
+                                                       sizing.smCount, 1, 1, N, K);
+          std::vector<uint16_t> xh(static_cast<size_t>(K));
+          std::vector<float> xf(xh.size());
+          for (size_t i = 0; i < xh.size(); ++i) {
+            xh[i] = glm5rt::floatToBf16(rng.uniform());
+            xf[i] = glm5rt::bf16ToFloat(xh[i]);
+          }
+          cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
+          CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+          CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+          CHECK_OK(drv.malloc(&dy, size_t(N) * 2, "h"));
+          CHECK_OK(drv.malloc(&ws, size_t(std::max<int64_t>(g.workspaceBytes, 4)), "workspace"));
+          CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(g.counters, 1)) * 4, "counters"));
+          CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(g.counters, 1)) * 4));
+          int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = g.kPerSplit;
+          auto launch = [&](size_t s) {
+            void *args[] = {&w[s], &wu[s], &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
+            CHECK_OK(pdl ? drv.launchOverlapped(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1, g.smem,
+                                                stream, args, "qlinear_decode_gate_up")
+                         : drv.launch(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1, 1, g.smem,
+                                      stream, args, "qlinear_decode_gate_up"));
+          };
+          CHECK_OK(drv.memsetD8(dy, 0xff, size_t(N) * 2));
+          launch(0);
+          CHECK_OK(drv.synchronize(stream));
+          std::vector<uint16_t> yh(static_cast<size_t>(N));
+          CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
+          double e2 = 0, r2 = 0;
+          for (int i = 0; i < 64; ++i) {
+            const int64_t n = i * (N - 1) / 63;
+            const float *gr = poolF.data() + (n % pool) * K,
+                        *ur = poolF.data() + ((n + 7) % pool) * K;
+            double sg = 0, su = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              sg += double(gr[k]) * xf[size_t(k)];
+              su += double(ur[k]) * xf[size_t(k)];
+            }
+            const double ref = sg / (1 + std::exp(-sg)) * su;
+            const double got = glm5rt::bf16ToFloat(yh[size_t(n)]);
+            e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
+            r2 += ref * ref;
+          }
+          const double err = std::sqrt(e2 / r2);
+          const bool ok = err <= 1e-2;
+          failed |= !ok;
+          Row row{tn, tname, sh.what, K, N, 1, int(g.gridZ), cfg->variant + defineTag,
+                  0,  0,     err,     ok};
+          if (!checkOnly) {
+            row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps, launch);
+            row.gbs = double(2 * bytes) / row.us / 1e3;
+          }
+          std::printf("  %-7s %-5s %-11s %5lld -> %-6lld gate_up splits=%-2d rel err %.1e %s",
+                      tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
+                      static_cast<long long>(N), int(g.gridZ), err, ok ? "ok" : "FAILED");
+          if (!checkOnly)
+            std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs, 100.0 * row.gbs / 4230.0);
+          std::printf("\n");
+          rows.push_back(row);
+          for (cu::DevicePtr d : wu)
+            (void)drv.free(d);
+          for (cu::DevicePtr d : {dx, dy, ws, cnt})
+            (void)drv.free(d);
+        }
         for (cu::DevicePtr d : w)
           (void)drv.free(d);
       }

@@ -7,7 +7,8 @@
 //   1 qlinear_prefill: any T (meant for T >= 16), tiled matrix-matrix;
 //   2 qlinear_embed: out[t] = row tokens[t] of a table {H, V};
 //   3 moe_expert_decode_gate_up, 4 moe_expert_decode_down: the routed experts at decode, one
-//     decode product per (token, expert) pair over GGUF stacked expert weights (see below).
+//     decode product per (token, expert) pair over GGUF stacked expert weights (see below);
+//   5 qlinear_decode_gate_up: silu(gate x) * (up x) of one token (glm.gate_up), kind 3's code.
 // Weight rows are addressed as n * (K / GLM_QK) * GLM_QBYTES from a 16-byte-aligned base (GGUF
 // tensor data is 32-byte aligned). K is a multiple of 32 and of the block (the registry checks).
 //
@@ -41,7 +42,7 @@
 #include "dequant.cuh"
 
 #ifndef GLM_QL_KIND
-#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode)"
+#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode, 5 gate/up)"
 #endif
 
 // Decode phase trace (profiling only, glm5c-bench-qlinear --trace; GLM_QL_TRACE = the most CTAs
@@ -84,7 +85,7 @@ __device__ __forceinline__ void glm_ql_stamp_sm() {}
 #endif
 
 // ---------------------------------------------------------------------------------------------
-#if GLM_QL_KIND == 0 || GLM_QL_KIND == 3 || GLM_QL_KIND == 4 // decode products
+#if GLM_QL_KIND == 0 || GLM_QL_KIND >= 3 // decode products (3-5: two-weight and MoE forms)
 #if GLM_MV_USE_MMA && GLM_WTYPE == GLM_T_F16 && !GLM_MV_XF16
 #error "the F16 mma step takes fp16 x (GLM_MV_XF16)"
 #endif
@@ -705,6 +706,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
 }
 
 #else // GLM_QL_KIND 3 or 4: MoE routed experts at decode, one matrix-vector product per pair
+// (5: one gate/up product, glm.gate_up, on the same code as kind 3)
 // Pair p = t * topk + j (token t, slot j) runs expert ids[p] on x row t: CTA (x, y, z) takes
 // output rows [x GLM_CTA_ROWS, ...) of pair y over split z of the K range (k_per_split, a
 // multiple of 256; runtime/launch moeDecodeGrid). Stacked GGUF weights (moe_experts.cuh): gate
@@ -716,20 +718,84 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
 // experts and take the tiled kernels of moe_experts.cuh. With more than one split, the splits
 // write fp32 partials to ws and the last of a (row block, pair) to finish (counter p gridDim.x +
 // x, glm_ql_last_split) sums them and writes the output.
-static_assert(GLM_TOKENS == 1, "one token per pair");
+static_assert(GLM_TOKENS == 1, "one token per pair (and per glm.gate_up)");
 __device__ __forceinline__ float glm_mv_silu(float z) { return z / (1.f + expf(-z)); }
 
-#if GLM_QL_KIND == 3
-// h[p, f] = silu(gate_e[f] . x[t]) * (up_e[f] . x[t]) for f < F, as activations. A CTA covers
-// GLM_GU_ROWS rows of h (the registry's rows_per_cta): on the mma path half of its warps stream
-// gate's rows and half up's, in one pipeline (their results meet in shared memory); on the fp32
-// path it runs gate, keeping the products in registers (same slots), then up. ws: [splits, P, 2,
-// F] (gate, up) when split.
+#if GLM_QL_KIND == 3 || GLM_QL_KIND == 5
+// h[f] = silu(gate[f] . x) * (up[f] . x) for f < F, as activations, gate and up {H, F}. A CTA
+// covers GLM_GU_ROWS rows of h (the registry's rows_per_cta): on the mma path half of its warps
+// stream gate's rows and half up's, in one pipeline (their results meet in shared memory); on the
+// fp32 path it runs gate, keeping the products in registers (same slots), then up.
 #if GLM_MV_USE_MMA
 #define GLM_GU_ROWS (GLM_CTA_ROWS / 2)
 #else
 #define GLM_GU_ROWS GLM_CTA_ROWS
 #endif
+// One CTA: rows [row0, row0 + GLM_GU_ROWS) of h over k in [k_begin, k_end), split `split` of
+// `splits`. With more than one split, part(s) is split s's fp32 partials ([2, F]: gate, up) and
+// *counter this row block's split count (glm_ql_last_split). chain: as glm_ql_decode_cta's.
+template <typename Part, typename Chain>
+__device__ __forceinline__ void glm_gate_up_cta(const glm_u8 *__restrict__ wg,
+                                                const glm_u8 *__restrict__ wu,
+                                                const glm_act *__restrict__ x,
+                                                glm_act *__restrict__ h, Part part,
+                                                unsigned *counter, int F, int H, int row0,
+                                                int k_begin, int k_end, int split, int splits,
+                                                Chain chain) {
+  float *mine = part(split);
+#if GLM_MV_USE_MMA
+  // Gate and up in one pipeline (glm_ql_decode_cta kPaired): up's rows come back as F + row.
+  __shared__ float s_gu[2][GLM_GU_ROWS];
+  glm_ql_decode_cta<true>(
+      wg, wu, x, F, H, row0, k_begin, k_end,
+      [&](int, int row, int, float v) {
+        const int up = row >= F ? 1 : 0;
+        if (splits == 1)
+          s_gu[up][row - up * F - row0] = v;
+        else
+          mine[row] = v; // gate at [0, F), up at [F, 2 F)
+      },
+      chain);
+  if (splits == 1) {
+    __syncthreads();
+    for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS)
+      glm_act_store(h, row, glm_mv_silu(s_gu[0][row - row0]) * s_gu[1][row - row0]);
+    return;
+  }
+#else
+  float gate[GLM_EMIT_SLOTS];
+  glm_ql_decode_cta(
+      wg, nullptr, x, F, H, row0, k_begin, k_end,
+      [&](int slot, int, int, float v) { gate[slot] = v; }, chain);
+  __syncthreads(); // x is staged again for the second product
+  glm_ql_decode_cta(
+      wu, nullptr, x, F, H, row0, k_begin, k_end,
+      [&](int slot, int row, int, float v) {
+        if (splits == 1) {
+          glm_act_store(h, row, glm_mv_silu(gate[slot]) * v);
+        } else {
+          mine[row] = gate[slot];
+          mine[F + row] = v;
+        }
+      },
+      [] {});
+#endif
+  if (splits == 1 || !glm_ql_last_split(counter, splits))
+    return;
+  for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS) {
+    float g = 0.f, u = 0.f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float *q = part(sp);
+      g += __ldcg(q + row);
+      u += __ldcg(q + F + row);
+    }
+    glm_act_store(h, row, glm_mv_silu(g) * u);
+  }
+  glm_ql_rearm(counter);
+}
+
+#if GLM_QL_KIND == 3
+// Pair p's h row from its expert's gate and up. ws: [splits, P, 2, F] when split.
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
     moe_expert_decode_gate_up(const glm_u8 *__restrict__ w_gate, // {H, F, E_rank}
                               const glm_u8 *__restrict__ w_up,   // {H, F, E_rank}
@@ -743,62 +809,35 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   if (e < 0 || e >= experts)
     return;
   const int split = blockIdx.z, splits = gridDim.z, P = gridDim.y;
-  const int k_begin = split * k_per_split, k_end = min(H, k_begin + k_per_split);
+  const int k_begin = split * k_per_split;
   const long long off = static_cast<long long>(e) * F * (H / GLM_QK) * GLM_QBYTES;
-  const glm_act *xt = x + static_cast<long long>(p / topk) * H;
-  const int row0 = blockIdx.x * GLM_GU_ROWS;
-  float *part = ws + (static_cast<long long>(split) * P + p) * 2 * F; // this split's gate, up
-#if GLM_MV_USE_MMA
-  // Gate and up in one pipeline (glm_ql_decode_cta kPaired): up's rows come back as F + row.
-  __shared__ float s_gu[2][GLM_GU_ROWS];
-  glm_ql_decode_cta<true>(
-      w_gate + off, w_up + off, xt, F, H, row0, k_begin, k_end,
-      [&](int, int row, int, float v) {
-        const int up = row >= F ? 1 : 0;
-        if (splits == 1)
-          s_gu[up][row - up * F - row0] = v;
-        else
-          part[row] = v; // gate at [0, F), up at [F, 2 F)
-      },
-      [] {});
-  if (splits == 1) {
-    __syncthreads();
-    for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS)
-      glm_act_store(h, static_cast<long long>(p) * F + row,
-                    glm_mv_silu(s_gu[0][row - row0]) * s_gu[1][row - row0]);
-    return;
-  }
-#else
-  float gate[GLM_EMIT_SLOTS];
-  glm_ql_decode_cta(
-      w_gate + off, nullptr, xt, F, H, row0, k_begin, k_end,
-      [&](int slot, int, int, float v) { gate[slot] = v; }, [] {});
-  __syncthreads(); // x is staged again for the second product
-  glm_ql_decode_cta(
-      w_up + off, nullptr, xt, F, H, row0, k_begin, k_end,
-      [&](int slot, int row, int, float v) {
-        if (splits == 1) {
-          glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(gate[slot]) * v);
-        } else {
-          part[row] = gate[slot];
-          part[F + row] = v;
-        }
-      },
-      [] {});
-#endif
-  if (splits == 1 || !glm_ql_last_split(counters + p * gridDim.x + blockIdx.x, splits))
-    return;
-  for (int row = row0 + threadIdx.x; row < min(F, row0 + GLM_GU_ROWS); row += GLM_THREADS) {
-    float g = 0.f, u = 0.f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float *q = ws + (static_cast<long long>(sp) * P + p) * 2 * F;
-      g += __ldcg(q + row);
-      u += __ldcg(q + F + row);
-    }
-    glm_act_store(h, static_cast<long long>(p) * F + row, glm_mv_silu(g) * u);
-  }
-  glm_ql_rearm(counters + p * gridDim.x + blockIdx.x);
+  glm_gate_up_cta(
+      w_gate + off, w_up + off, x + static_cast<long long>(p / topk) * H,
+      h + static_cast<long long>(p) * F,
+      [&](int sp) { return ws + (static_cast<long long>(sp) * P + p) * 2 * F; },
+      counters + p * gridDim.x + blockIdx.x, F, H, blockIdx.x * GLM_GU_ROWS, k_begin,
+      min(H, k_begin + k_per_split), split, splits, [] {});
 }
+#else
+// A dense FFN's or the shared expert's gate/up at decode (glm.gate_up): one token, grid (row
+// blocks, 1, K splits) as runtime/launch moeDecodeGrid gives for one pair. The weights do not
+// depend on the predecessor: the first copies go out before the grid chain's wait.
+// ws: [splits, 2, F] when split; counters: [gridDim.x].
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    qlinear_decode_gate_up(const glm_u8 *__restrict__ w_gate, // {H, F}
+                           const glm_u8 *__restrict__ w_up,   // {H, F}
+                           const glm_act *__restrict__ x,     // [1, H]
+                           glm_act *__restrict__ h,           // [1, F]
+                           float *__restrict__ ws, unsigned *__restrict__ counters, int F, int H,
+                           int k_per_split) {
+  const int split = blockIdx.z, splits = gridDim.z;
+  const int k_begin = split * k_per_split;
+  glm_gate_up_cta(
+      w_gate, w_up, x, h, [&](int sp) { return ws + static_cast<long long>(sp) * 2 * F; },
+      counters + blockIdx.x, F, H, blockIdx.x * GLM_GU_ROWS, k_begin,
+      min(H, k_begin + k_per_split), split, splits, [] { glm_grid_chain(); });
+}
+#endif
 #else
 // out[p, :] = down_e h[p] (fp32, what moe_combine reads). ws: [splits, P, H] when split.
 extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)

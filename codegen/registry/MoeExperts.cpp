@@ -198,16 +198,13 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
 }
 
 QLinearConfig moeDecodePhase(QLinearConfig q, bool gateUp) {
-  q.kind = gateUp ? QLinearKind::kExpertGateUp : QLinearKind::kExpertDown;
-  q.entry = gateUp ? "moe_expert_decode_gate_up" : "moe_expert_decode_down";
+  if (gateUp)
+    return gateUpDecodeConfig(q, QLinearKind::kExpertGateUp);
+  q.kind = QLinearKind::kExpertDown;
+  q.entry = "moe_expert_decode_down";
   const std::string prefix = "qlinear_mv";
   if (q.variant.compare(0, prefix.size(), prefix) == 0)
-    q.variant.replace(0, prefix.size(), gateUp ? "moe_mv_gate_up" : "moe_mv_down");
-  // Gate and up share one pipeline on the mma path: a CTA's warps split between the two
-  // matrices, so it covers half its rows of h. Measured on the H200 (bench/RESULTS.md
-  // 2026-11-30, "MoE gate/up in one pipeline").
-  if (gateUp && q.mma)
-    q.rowsPerCta /= 2;
+    q.variant.replace(0, prefix.size(), "moe_mv_down");
   return q;
 }
 

@@ -76,8 +76,7 @@ struct MoeFfnConfigs {
 };
 
 // A decode product's config (selectQLinear or qlinearDecodeWith, one token) as the MoE decode
-// phase: its entry and name, and for gate/up on the mma path half its weight rows per CTA as
-// output rows (half of the warps stream gate's rows, half up's: qlinear.cuh GLM_GU_ROWS).
+// phase: its entry and name (gate/up: gateUpDecodeConfig).
 QLinearConfig moeDecodePhase(QLinearConfig q, bool gateUp);
 
 // Grid of one phase for T tokens: the runtime's definition (runtime/launch/Moe.h).

@@ -337,6 +337,32 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
   return selectImpl(tiles, type, K, N, tokens, actF32, launchBytes, false);
 }
 
+QLinearConfig gateUpDecodeConfig(QLinearConfig q, QLinearKind kind) {
+  q.kind = kind;
+  q.entry = kind == QLinearKind::kGateUp ? "qlinear_decode_gate_up" : "moe_expert_decode_gate_up";
+  const std::string prefix = "qlinear_mv";
+  if (q.variant.compare(0, prefix.size(), prefix) == 0)
+    q.variant.replace(0, prefix.size(),
+                      kind == QLinearKind::kGateUp ? "qlinear_gate_up" : "moe_mv_gate_up");
+  // Gate and up share one pipeline on the mma path: a CTA's warps split between the two
+  // matrices, so it covers half its rows of h. Measured on the H200 (bench/RESULTS.md
+  // 2026-11-30, "MoE gate/up in one pipeline").
+  if (q.mma)
+    q.rowsPerCta /= 2;
+  return q;
+}
+
+glm5rt::StatusOr<QLinearConfig> selectGateUp(const Target &tiles, uint32_t type, int64_t K,
+                                             int64_t N, bool actF32) {
+  auto q = selectQLinear(tiles, type, K, N, 1, actF32, 2 * qlinearRowBytes(type, K) * N);
+  if (!q.isOk())
+    return q.status().withContext("qlinear_decode_gate_up");
+  if (q->kind != QLinearKind::kDecode)
+    return makeStatus(StatusCode::kUnimplemented, "qlinear_decode_gate_up: %s is not a decode "
+                      "kernel", q->variant.c_str());
+  return gateUpDecodeConfig(*q, QLinearKind::kGateUp);
+}
+
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens) {
   if (tokens < 1 || tokens > 8)
@@ -429,7 +455,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
                    : cfg.kind == QLinearKind::kPrefill      ? 1
                    : cfg.kind == QLinearKind::kEmbed        ? 2
                    : cfg.kind == QLinearKind::kExpertGateUp ? 3
-                                                            : 4;
+                   : cfg.kind == QLinearKind::kExpertDown   ? 4
+                                                            : 5;
   s += "#define GLM_QL_KIND " + std::to_string(kind) + "\n";
   if (cfg.kind != QLinearKind::kPrefill && cfg.kind != QLinearKind::kEmbed) {
     s += "#define GLM_TOKENS " + std::to_string(cfg.tokens) + "\n";

@@ -13,8 +13,9 @@
 namespace glm5c::codegen {
 
 // kExpertGateUp / kExpertDown: the decode product per (token, expert) pair of the MoE routed
-// experts (qlinear.cuh kinds 3 and 4), tiled like kDecode with one token.
-enum class QLinearKind { kDecode, kPrefill, kEmbed, kExpertGateUp, kExpertDown };
+// experts (qlinear.cuh kinds 3 and 4), tiled like kDecode with one token. kGateUp: glm.gate_up,
+// silu(gate x) * (up x) of one token (kind 5, kind 3's code for one product).
+enum class QLinearKind { kDecode, kPrefill, kEmbed, kExpertGateUp, kExpertDown, kGateUp };
 
 struct QLinearConfig {
   std::string variant; // "qlinear_mv_mma_q4_k_bf16_t1_w4_s4_kc4096"
@@ -63,6 +64,16 @@ int64_t qlinearRowBytes(uint32_t type, int64_t K);
 glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type, int64_t K,
                                               int64_t N, int tokens, bool actF32 = false,
                                               int64_t launchBytes = 0);
+
+// A decode config (selectQLinear or qlinearDecodeWith, one token) as a gate/up kernel of `kind`
+// (kExpertGateUp or kGateUp): on the mma path half of a CTA's warps stream gate's rows and half
+// up's (qlinear.cuh glm_gate_up_cta), so it covers half its weight rows of h per CTA.
+QLinearConfig gateUpDecodeConfig(QLinearConfig q, QLinearKind kind);
+
+// glm.gate_up at decode: gate and up {K, N} of ggml `type`, one token (qlinear_decode_gate_up;
+// the tiles of one {K, N} product, streaming both weights).
+glm5rt::StatusOr<QLinearConfig> selectGateUp(const Target &tiles, uint32_t type, int64_t K,
+                                             int64_t N, bool actF32 = false);
 
 // The decode kernel of selectQLinear on the fp32 path (dequantized weights, fp32 FMA, one warp
 // per row group), whatever the type's rule would pick (benchmark A/B of the two paths); 1-8

@@ -256,6 +256,20 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
 // take the matrix-vector kernel, prefill the tiled one; the embedding gathers rows.
 KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
   uint32_t type = q.weightTypes.empty() ? 0 : q.weightTypes[0];
+  if (q.op == "glm.gate_up") { // decode only: glm-lower-swiglu makes it for one token
+    if (!q.decode) {
+      KernelChoice c;
+      c.family = "qlinear";
+      c.rejected.push_back({"qlinear_decode_gate_up", "takes one token (decode); prefill keeps "
+                                                      "gate, up and swiglu_mul apart"});
+      return c;
+    }
+    return fromConfig("qlinear", selectGateUp(tiles, type, dim(q, "in", 0), dim(q, "out", 0),
+                                              q.actF32),
+                      qlinearSource, {"qlinear_decode_gate_up"}, +[](const QLinearConfig &c) {
+                        return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
+                      });
+  }
   const bool embed = q.op == "glm.embed";
   const int tokens = q.decode ? 1 : 16;
   auto cfg = embed ? selectQEmbed(tiles, type, dim(q, "width", 0), q.actF32)
@@ -352,7 +366,8 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", true},   {"glm.moe_experts", true},
-          {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.logits", true}};
+          {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.gate_up", true},
+          {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
@@ -362,7 +377,8 @@ KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
     return headLinear(q, tiles);
   if (q.op == "glm.moe_router" || q.op == "glm.moe_experts")
     return moe(q, tiles);
-  if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed")
+  if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed" ||
+      q.op == "glm.gate_up")
     return qlinear(q, tiles);
   if (q.op == "glm.indexer_score" || q.op == "glm.topk")
     return indexer(q, tiles);

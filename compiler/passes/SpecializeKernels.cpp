@@ -36,7 +36,7 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
       q.dims["rows_per_token"] = rows;
     }
   // Products: the weight's GGUF dims {in, out}.
-  if (isa<LinearOp, LogitsOp>(op))
+  if (isa<LinearOp, LogitsOp, GateUpOp>(op))
     for (NamedAttribute a : op->getAttrs())
       if (auto w = dyn_cast<GgufTensorAttr>(a.getValue())) {
         q.dims["in"] = w.getShape()[0];

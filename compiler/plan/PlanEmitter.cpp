@@ -49,6 +49,7 @@ std::optional<pl::OpKind> opKind(Operation *op) {
       .Case([](SwiGLUOp) { return pl::OpKind::SwiGLU; })
       .Case([](AddOp) { return pl::OpKind::Add; })
       .Case([](SwiGLUMulOp) { return pl::OpKind::SwiGLUMul; })
+      .Case([](GateUpOp) { return pl::OpKind::GateUp; })
       .Case([](LogitsOp) { return pl::OpKind::Logits; })
       .Case([](AllReduceOp) { return pl::OpKind::AllReduce; })
       .Case([](AllGatherOp) { return pl::OpKind::AllGather; })

@@ -458,6 +458,25 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     int t = static_cast<int>(T);
     return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&w, &x, &y, &t, &N, &K});
   }
+  case pl::OpKind::GateUp: {
+    // One token: both weights streamed by one kernel, SwiGLU in its epilogue; the grid of one
+    // MoE pair (row blocks, 1, K splits).
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "qlinear_decode_gate_up"));
+    GLM5_ASSIGN_OR_RETURN(launch::QLinearParams lp, launch::qlinearParamsOf(*f.k));
+    if (T != 1 || lp.kind != launch::QLinearKind::kDecode || lp.tokens != 1)
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "the gate/up kernel %s takes one token, not %" PRId64,
+                        f.k->variant()->c_str(), T);
+    int F = static_cast<int>(elems(out(0))), H = static_cast<int>(elems(in(0)));
+    const launch::MoeDecodeGrid g = launch::moeDecodeGrid(lp, true, sm, 1, 1, F, H);
+    grow(needs_.splitWs, g.workspaceBytes);
+    grow(needs_.splitCounters, g.counters * 4);
+    DevicePtr wg = weight("gate"), wu = weight("up"), x = ptr(in(0)), h = ptr(out(0));
+    DevicePtr ws = splitWs_, ctr = splitCounters_;
+    int kps = g.kPerSplit;
+    return go(f, g.gridX, g.gridY, g.gridZ, g.threads, g.smem,
+              {&wg, &wu, &x, &h, &ws, &ctr, &F, &H, &kps});
+  }
   case pl::OpKind::HeadLinear: {
     GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "head_linear"));
     GLM5_ASSIGN_OR_RETURN(launch::HeadLinearParams hp, launch::headLinearParamsOf(*f.k));

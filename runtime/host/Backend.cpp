@@ -272,6 +272,8 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
   }
   case pl::OpKind::SwiGLU:
     return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
+  case pl::OpKind::GateUp:
+    return gateUp(inF(0), T, weight("gate"), weight("up"), outF(0));
   case pl::OpKind::SwiGLUMul: {
     int64_t n = T * elems(out(0));
     const float *g = inF(0), *u = inF(1);

@@ -19,15 +19,23 @@ float swishGate(float g, float u) {
   return static_cast<float>(z / (1.0 + std::exp(-z)) * static_cast<double>(u));
 }
 
+// SwiGLU's hidden layer over already checked 2-dim weights gate and up {Hd, F}: h [T, F].
+Status gateUpChecked(const float *x, int64_t T, const Weight &gate, const Weight &up, float *h) {
+  const int64_t Hd = static_cast<int64_t>(gate.ne[0]), F = static_cast<int64_t>(gate.ne[1]);
+  std::vector<float> u(static_cast<size_t>(T * F));
+  GLM5_RETURN_IF_ERROR(linear(x, T, Hd, gate, h));
+  GLM5_RETURN_IF_ERROR(linear(x, T, Hd, up, u.data()));
+  for (size_t i = 0; i < u.size(); ++i)
+    h[i] = swishGate(h[i], u[i]);
+  return Status::ok();
+}
+
 // SwiGLU over already checked 2-dim weights gate and up {Hd, F}, down {F, Hd}.
 Status swigluChecked(const float *x, int64_t T, const Weight &gate, const Weight &up,
                      const Weight &down, float *y) {
-  const int64_t Hd = static_cast<int64_t>(gate.ne[0]), F = static_cast<int64_t>(gate.ne[1]);
-  std::vector<float> g(static_cast<size_t>(T * F)), u(g.size());
-  GLM5_RETURN_IF_ERROR(linear(x, T, Hd, gate, g.data()));
-  GLM5_RETURN_IF_ERROR(linear(x, T, Hd, up, u.data()));
-  for (size_t i = 0; i < g.size(); ++i)
-    g[i] = swishGate(g[i], u[i]);
+  const int64_t F = static_cast<int64_t>(gate.ne[1]);
+  std::vector<float> g(static_cast<size_t>(T * F));
+  GLM5_RETURN_IF_ERROR(gateUpChecked(x, T, gate, up, g.data()));
   return linear(g.data(), T, F, down, y);
 }
 
@@ -100,6 +108,18 @@ Status swiglu(const float *x, int64_t T, const Weight &gate, const Weight &up, c
     return makeStatus(StatusCode::kInvalidArgument, "swiglu: negative token count %lld", ll(T));
   GLM5_RETURN_IF_ERROR(checkFfn("swiglu", gate, up, down, 2));
   return swigluChecked(x, T, gate, up, down, y);
+}
+
+Status gateUp(const float *x, int64_t T, const Weight &gate, const Weight &up, float *h) {
+  if (T < 0)
+    return makeStatus(StatusCode::kInvalidArgument, "gateUp: negative token count %lld", ll(T));
+  GLM5_RETURN_IF_ERROR(checkWeight(gate, "gateUp: gate"));
+  GLM5_RETURN_IF_ERROR(checkWeight(up, "gateUp: up"));
+  if (gate.nDims != 2 || up.nDims != 2 || !std::equal(up.ne, up.ne + 2, gate.ne))
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "gateUp: gate %s and up %s are not the same {hidden, ffn}",
+                      weightDims(gate).c_str(), weightDims(up).c_str());
+  return gateUpChecked(x, T, gate, up, h);
 }
 
 Status moeExperts(const float *x, int64_t T, const float *weights, const int32_t *ids, int64_t k,

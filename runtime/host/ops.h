@@ -174,6 +174,10 @@ Status moeGate(const float *logits, int64_t T, int64_t E, const Weight &bias, in
 Status swiglu(const float *x, int64_t T, const Weight &gate, const Weight &up, const Weight &down,
               float *y);
 
+// SwiGLU's hidden layer (glm.gate_up): h = silu(gate x) * (up x), gate and up {Hd, F}; x [T, Hd],
+// h [T, F].
+Status gateUp(const float *x, int64_t T, const Weight &gate, const Weight &up, float *h);
+
 // Routed experts: stacked gate and up {Hd, F, E}, down {F, Hd, E}; expert e of gate and up is rows
 // [e * F, (e + 1) * F), of down rows [e * Hd, (e + 1) * Hd).
 // y[t] = sum_j weights[t][j] * expert_{ids[t][j]}(x[t]) (weights and ids [T, k], x and y

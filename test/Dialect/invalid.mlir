@@ -839,3 +839,25 @@ func.func @experts_dynamic_k(%x: tensor<?x256xf32>, %w: tensor<?x?xf32>, %ids: t
   %y = glm.moe_experts %x, %w, %ids {gate = #glm.gguf_tensor<"blk.1.ffn_gate_exps.weight", f32, [256, 128, 16]>, up = #glm.gguf_tensor<"blk.1.ffn_up_exps.weight", f32, [256, 128, 16]>, down = #glm.gguf_tensor<"blk.1.ffn_down_exps.weight", f32, [128, 256, 16]>} : tensor<?x256xf32>, tensor<?x?xf32>, tensor<?x?xi32> -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// -----
+
+// Tests that glm.gate_up rejects gate and up of different GGUF types (one kernel streams both).
+func.func @gate_up_types(%x: tensor<1x256xf32>) -> tensor<1x512xf32> {
+  // expected-error @+1 {{gate and up have different GGUF types}}
+  %h = glm.gate_up %x {gate = #glm.gguf_tensor<"g", q4_k, [256, 512]>,
+                       up = #glm.gguf_tensor<"u", q6_k, [256, 512]>}
+      : tensor<1x256xf32> -> tensor<1x512xf32>
+  return %h : tensor<1x512xf32>
+}
+
+// -----
+
+// Tests that glm.gate_up checks its weights' shape against the input and result widths.
+func.func @gate_up_shape(%x: tensor<1x256xf32>) -> tensor<1x512xf32> {
+  // expected-error @+1 {{up 'u' has shape [256, 256], expected [256, 512]}}
+  %h = glm.gate_up %x {gate = #glm.gguf_tensor<"g", q4_k, [256, 512]>,
+                       up = #glm.gguf_tensor<"u", q4_k, [256, 256]>}
+      : tensor<1x256xf32> -> tensor<1x512xf32>
+  return %h : tensor<1x512xf32>
+}

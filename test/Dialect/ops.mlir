@@ -533,3 +533,15 @@ func.func @swiglu_mul(%g: tensor<?x512xf32>, %u: tensor<?x512xf32>) -> tensor<?x
   %h = glm.swiglu_mul %g, %u : tensor<?x512xf32>
   return %h : tensor<?x512xf32>
 }
+
+// -----
+
+// Tests that glm.gate_up round-trips.
+// CHECK-LABEL: func.func @gate_up
+// CHECK: glm.gate_up %{{.+}} {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q4_k, [256, 512]>, up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q4_k, [256, 512]>} : tensor<1x256xf32> -> tensor<1x512xf32>
+func.func @gate_up(%x: tensor<1x256xf32>) -> tensor<1x512xf32> {
+  %h = glm.gate_up %x {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q4_k, [256, 512]>,
+                       up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q4_k, [256, 512]>}
+      : tensor<1x256xf32> -> tensor<1x512xf32>
+  return %h : tensor<1x512xf32>
+}

@@ -14,3 +14,26 @@ func.func @ffn(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %y = glm.swiglu %x {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q8_0, [256, 512]>, up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q8_0, [256, 512]>, down = #glm.gguf_tensor<"blk.0.ffn_down.weight", q8_0, [512, 256]>} : tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// Tests that at decode (one token) gate and up of one GGUF type become one glm.gate_up, and the
+// down projection follows it.
+// CHECK-LABEL: func.func @ffn_decode
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x256xf32>)
+func.func @ffn_decode(%x: tensor<1x256xf32>) -> tensor<1x256xf32> {
+  // CHECK: %[[H:.+]] = glm.gate_up %[[X]] {gate = #glm.gguf_tensor<"blk.1.ffn_gate_shexp.weight", q4_k, [256, 512]>, up = #glm.gguf_tensor<"blk.1.ffn_up_shexp.weight", q4_k, [256, 512]>} : tensor<1x256xf32> -> tensor<1x512xf32>
+  // CHECK-NEXT: %[[Y:.+]] = glm.linear %[[H]] {weight = #glm.gguf_tensor<"blk.1.ffn_down_shexp.weight", q6_k, [512, 256]>} : tensor<1x512xf32> -> tensor<1x256xf32>
+  // CHECK-NEXT: return %[[Y]]
+  %y = glm.swiglu %x {gate = #glm.gguf_tensor<"blk.1.ffn_gate_shexp.weight", q4_k, [256, 512]>, up = #glm.gguf_tensor<"blk.1.ffn_up_shexp.weight", q4_k, [256, 512]>, down = #glm.gguf_tensor<"blk.1.ffn_down_shexp.weight", q6_k, [512, 256]>} : tensor<1x256xf32>
+  return %y : tensor<1x256xf32>
+}
+
+// Tests that gate and up of different GGUF types keep the per-product form at decode.
+// CHECK-LABEL: func.func @ffn_decode_mixed
+// CHECK: glm.linear
+// CHECK-NEXT: glm.linear
+// CHECK-NEXT: glm.swiglu_mul
+// CHECK-NOT: glm.gate_up
+func.func @ffn_decode_mixed(%x: tensor<1x256xf32>) -> tensor<1x256xf32> {
+  %y = glm.swiglu %x {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q4_k, [256, 512]>, up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q5_k, [256, 512]>, down = #glm.gguf_tensor<"blk.0.ffn_down.weight", q6_k, [512, 256]>} : tensor<1x256xf32>
+  return %y : tensor<1x256xf32>
+}

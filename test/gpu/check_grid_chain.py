@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Checks a `glm5c-gpu-tests --compile-only --dump-ptx DIR` dump: every kernel entry executes
 `griddepcontrol.wait` (common.cuh glm_grid_chain) before its first memory access, the invariant
-that lets the cuda backend launch kernels overlapped (programmatic dependent launch). The one
-exception is qlinear_decode, which first copies its weights (never written by a kernel of the
-step) into its own shared memory with cp.async and initializes its shared memory: before its
-wait it may touch shared memory and issue cp.async, nothing else. Prints each entry that breaks
+that lets the cuda backend launch kernels overlapped (programmatic dependent launch). The
+exceptions are qlinear_decode and qlinear_decode_gate_up, which first copy their weights (never
+written by a kernel of the step) into their own shared memory with cp.async and initialize their
+shared memory: before the wait they may touch shared memory and issue cp.async, nothing else. Prints each entry that breaks
 the rule, and exits 1 if any; prints the number of entries checked.
 
 usage: check_grid_chain.py DUMP_DIR
@@ -17,9 +17,10 @@ ENTRY = re.compile(r"^\.visible \.entry ([A-Za-z_0-9]+)\(")
 # A memory access: a load, store, atomic, reduction or asynchronous copy of any state space but
 # the kernel's parameters.
 ACCESS = re.compile(r"^(@!?%p[0-9]+\s+)?(ld|ldu|st|atom|red|cp\.async|prefetch)\.(?!param)")
-# What qlinear_decode may do before its wait: shared-memory loads and stores, cp.async (global to
-# shared) and its group bookkeeping.
-EARLY = {"qlinear_decode": re.compile(r"^(@!?%p[0-9]+\s+)?((ld|st)\.shared|cp\.async)\.")}
+# What qlinear_decode and qlinear_decode_gate_up may do before their wait: shared-memory loads
+# and stores, cp.async (global to shared) and its group bookkeeping.
+_WEIGHTS_FIRST = re.compile(r"^(@!?%p[0-9]+\s+)?((ld|st)\.shared|cp\.async)\.")
+EARLY = {"qlinear_decode": _WEIGHTS_FIRST, "qlinear_decode_gate_up": _WEIGHTS_FIRST}
 
 
 def check(path):

@@ -1,10 +1,12 @@
-// qlinear_decode, qlinear_prefill and qlinear_embed against runtime/host linear and embed, for
-// every supported weight type with bf16 and f32 activations: K and N that are not multiples of
-// the tiles, split-K with its counter re-armed across launches, a small-chunk single-split
-// variant that wraps the weight ring and restages x many times, and out-of-range tokens.
+// qlinear_decode, qlinear_prefill, qlinear_embed and qlinear_decode_gate_up against runtime/host
+// linear, embed and gateUp, for every supported weight type with bf16 and f32 activations: K and
+// N that are not multiples of the tiles, split-K with its counter re-armed across launches, a
+// small-chunk single-split variant that wraps the weight ring and restages x many times, and
+// out-of-range tokens.
 #include "codegen/registry/QLinear.h"
 #include "runtime/gguf/quant.h"
 #include "runtime/host/ops.h"
+#include "runtime/launch/Moe.h"
 #include "test/gpu/gpu_test.h"
 
 #include <algorithm>
@@ -333,5 +335,55 @@ GPU_TEST(qlinear_decode_wide_x) {
       const std::string what = caseName("qlinear_decode wide x", type, false, T, K, N);
       runDecode(ctx, report, cfg, fn, qw, T, false, true, what, widenX);
       runDecode(ctx, report, cfg, fn, qw, T, false, false, what, widenX);
+    }
+}
+
+// glm.gate_up at decode: h = silu(gate x) * (up x) of one token, gate and up {K, N} of one type,
+// at the registry's split and at forced 1, 2 and 3 splits, each launched twice (the second
+// after re-poisoning h: the split counters must be re-armed). N = 1000 is not a whole number of
+// row blocks; K = 2304 (Q4_K / Q5_K / Q6_K: 9 steps, splits of 5 + 4 and 3 x 3) or 2368 for the
+// 32-element blocks (a partial last step).
+GPU_TEST(qlinear_decode_gate_up) {
+  const int64_t N = 1000;
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true}) {
+      const int64_t K = isKQuant(type) ? 2304 : 2368;
+      QWeight gate{type, K, N, {}}, up{type, K, N, {}};
+      Rng rng(uint32_t(type) + 300);
+      if (!ctx.compileOnly && (!makeWeight(gate, rng, report) || !makeWeight(up, rng, report)))
+        return;
+      GPU_TRY(cfg, selectGateUp(ctx.tiles, uint32_t(type), K, N, f32));
+      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+      if (ctx.compileOnly)
+        continue;
+      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+      Acts x = makeActs(ctx, rng, size_t(K), f32);
+      std::vector<float> ref(static_cast<size_t>(N));
+      auto st = glm5rt::host::gateUp(x.ref.data(), 1, gate.w(), up.w(), ref.data());
+      if (!st.isOk()) {
+        report.fail("host gateUp", st.message());
+        return;
+      }
+      cu::DevicePtr dg = ctx.upload(gate.bytes), du = ctx.upload(up.bytes);
+      const glm5rt::launch::QLinearParams lp = qlinearLaunchParams(cfg);
+      for (int forced : {0, 1, 2, 3}) {
+        const auto g =
+            glm5rt::launch::moeDecodeGrid(lp, true, ctx.tiles.smCount, 1, 1, N, K, forced);
+        cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(g.workspaceBytes, 4)));
+        cu::DevicePtr cnt =
+            ctx.upload(std::vector<uint32_t>(size_t(std::max<int64_t>(g.counters, 1)), 0));
+        int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = g.kPerSplit;
+        for (int rep = 0; rep < 2; ++rep) {
+          cu::DevicePtr h = allocOut(ctx, size_t(N), f32);
+          ctx.launch(fn, g.gridX, g.gridY, g.gridZ, g.threads, g.smem, &dg, &du, &x.dev, &h, &ws,
+                     &cnt, &Ni, &Ki, &kps);
+          bool guardOk = false;
+          std::vector<float> got = downloadOut(ctx, h, size_t(N), f32, &guardOk);
+          compare(report,
+                  caseName("qlinear_decode_gate_up", type, f32, 1, K, N) +
+                      " splits=" + std::to_string(g.gridZ) + (rep ? " (relaunch)" : ""),
+                  got, ref, N, f32 ? 1e-5 : 1e-2, guardOk);
+        }
+      }
     }
 }

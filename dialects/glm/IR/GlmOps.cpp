@@ -416,6 +416,18 @@ LogicalResult SwiGLUOp::verify() {
   return checkSwiGLUWeights(*this, lastDim(x), getGate(), getUp(), getDown(), 0);
 }
 
+LogicalResult GateUpOp::verify() {
+  RankedTensorType x = rt(getInput()), y = rt(getResult());
+  if (failed(checkActivation(*this, "input", x, 2, 2)) ||
+      failed(checkActivation(*this, "result", y, 2, 2)) || failed(checkSameTokens(*this, x, y)))
+    return failure();
+  if (getGate().getType() != getUp().getType())
+    return emitOpError() << "gate and up have different GGUF types (one kernel streams both)";
+  if (failed(checkWeight(*this, "gate", getGate(), {lastDim(x), lastDim(y)})))
+    return failure();
+  return checkWeight(*this, "up", getUp(), {lastDim(x), lastDim(y)});
+}
+
 LogicalResult AllReduceOp::verify() {
   return checkActivation(*this, "input", rt(getInput()), 2, 3);
 }

@@ -378,6 +378,24 @@ def Glm_SwiGLUMulOp : Glm_Op<"swiglu_mul", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 0;
 }
 
+def Glm_GateUpOp : Glm_Op<"gate_up", [Pure]> {
+  let summary = "SwiGLU's gate and up projections and their gate product, as one op";
+  let description = [{
+    `y[t] = silu(Wg x[t]) * (Wu x[t])`, gate and up {hidden, ffn} of one GGUF type: what
+    `glm-lower-swiglu` makes of a `glm.swiglu`'s first half at decode (one token), where one
+    kernel streams both weights in one pipeline.
+
+    ```mlir
+    %h = glm.gate_up %x {gate = #glm.gguf_tensor<"blk.0.ffn_gate.weight", q4_k, [256, 512]>,
+                         up = #glm.gguf_tensor<"blk.0.ffn_up.weight", q4_k, [256, 512]>}
+        : tensor<1x256xf32> -> tensor<1x512xf32>
+    ```
+  }];
+  let arguments = (ins Glm_F32Tensor:$input, Glm_GgufTensorAttr:$gate, Glm_GgufTensorAttr:$up);
+  let results = (outs Glm_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Glm_AddOp : Glm_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
   let summary = "residual add";
   let description = [{

@@ -1,4 +1,4 @@
-//===- LowerSwiGLU.cpp - glm.swiglu -> linear, linear, swiglu_mul, linear --===//
+//===- LowerSwiGLU.cpp - glm.swiglu -> its projections and gate product ---===//
 #include "dialects/glm/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -23,9 +23,16 @@ struct SplitSwiGLU : OpRewritePattern<SwiGLUOp> {
     int64_t ffn = op.getGate().getShape()[1];
     auto wide = RankedTensorType::get({x.getDimSize(0), ffn}, x.getElementType());
     Location loc = op.getLoc();
-    Value g = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getGate());
-    Value u = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getUp());
-    Value h = SwiGLUMulOp::create(rewriter, loc, wide, g, u);
+    Value h;
+    if (!x.isDynamicDim(0) && x.getDimSize(0) == 1 &&
+        op.getGate().getType() == op.getUp().getType()) {
+      // Decode: gate, up and their product in one op (one kernel streams both weights).
+      h = GateUpOp::create(rewriter, loc, wide, op.getInput(), op.getGate(), op.getUp());
+    } else {
+      Value g = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getGate());
+      Value u = LinearOp::create(rewriter, loc, wide, op.getInput(), op.getUp());
+      h = SwiGLUMulOp::create(rewriter, loc, wide, g, u);
+    }
     rewriter.replaceOpWithNewOp<LinearOp>(op, x, h, op.getDown());
     return success();
   }

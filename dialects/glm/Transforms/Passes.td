@@ -85,7 +85,10 @@ def GlmLowerSwiGLU : Pass<"glm-lower-swiglu", "mlir::ModuleOp"> {
   let description = [{
     `glm.swiglu %x {gate, up, down}` becomes `glm.linear` (gate), `glm.linear` (up),
     `glm.swiglu_mul`, `glm.linear` (down): one op per kernel, for GPU targets whose quantized
-    products are one kernel each. Host plans keep the fused op.
+    products are one kernel each. Where the input is one token (decode) and gate and up share
+    their GGUF type, the first three are one `glm.gate_up` instead: its kernel streams both
+    weights in one pipeline and applies the gate product in its epilogue. Host plans keep the
+    fused op.
   }];
   let dependentDialects = ["glm5c::glm::GlmDialect"];
 }
