@@ -7,7 +7,7 @@
 // usage: glm5c-bench-qlinear [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,q8_0,...]
 //                            [--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V]
 //                            [--reps N] [--mv-tiles reg,fp32,W:S:KC,...] [--splits 0,3,...]
-//                            [--sm120-occupancy] [--pdl] [--trace] [--gate-up]
+//                            [--sm120-occupancy] [--pdl] [--trace] [--gate-up] [--linears]
 // --shapes and --tokens narrow the run (profiling one launch: the check launch comes first);
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
@@ -22,6 +22,9 @@
 // dependent launch), as the cuda backend launches kernels.
 // --gate-up also times glm.gate_up's kernel (qlinear_decode_gate_up: the shape's rows as gate and
 // as up, SwiGLU in its epilogue; GB/s on both weights' bytes) at one token.
+// --linears times, per type, GLM-5's decode products that read one activation (q_a, kv_a and the
+// indexer's key; q_b and the indexer's query) as one glm.linears launch (qlinear_decode_multi)
+// and as separate launches, at one token (instead of the --shapes table).
 // --trace builds the decode kernels with their phase stamps (qlinear.cuh GLM_QL_TRACE) and prints,
 // after each timed row, where the last timed launch's time went.
 #include "bench/bench_util.h"
@@ -143,10 +146,162 @@ void printTrace(cu::Driver &drv, cu::Function dump, int ctas, cu::Stream s) {
   std::printf("\n");
 }
 
+// --linears: GLM-5's decode products that read one activation, as one qlinear_decode_multi
+// launch against the same products launched one after another.
+struct LinearsGroup {
+  const char *what;
+  int64_t K;
+  std::vector<int64_t> N;
+};
+const LinearsGroup kLinearsGroups[] = {{"q_a+kv_a+idx_k", 6144, {2048, 576, 128}},
+                                       {"q_b+idx_q", 2048, {16384, 4096}}};
+
+// Times one group for `type` at one token (checked first against a double-precision host product
+// of 16 sampled rows per product); returns false if the check fails.
+bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const Target &tiles,
+                 const Target &sizing, const std::string &codeArch, const std::string &defines,
+                 GgmlType type, const LinearsGroup &grp, int reps, bool pdl, std::vector<Row> &rows) {
+  const std::string tname = qlinearTypeName(uint32_t(type));
+  const int64_t K = grp.K, rowBytes = qlinearRowBytes(uint32_t(type), K), pool = 61;
+  Rng rng{uint64_t(K) * 13 + uint32_t(type)};
+  std::vector<uint8_t> poolBytes(size_t(pool * rowBytes));
+  std::vector<float> rowF(static_cast<size_t>(K));
+  for (int64_t p = 0; p < pool; ++p) {
+    for (float &v : rowF)
+      v = rng.uniform();
+    CHECK_OK(glm5rt::gguf::quantizeRow(type, rowF.data(), uint64_t(K),
+                                       poolBytes.data() + p * rowBytes, size_t(rowBytes)));
+  }
+  std::vector<float> poolF(size_t(pool * K));
+  CHECK_OK(glm5rt::host::dequantRows(
+      glm5rt::host::makeWeight(type, poolBytes.data(), {uint64_t(K), uint64_t(pool)}), 0,
+      uint64_t(pool), poolF.data()));
+  int64_t sumN = 0;
+  for (int64_t n : grp.N)
+    sumN += n;
+  const int64_t bytes = sumN * rowBytes;
+  const int sets = static_cast<int>(std::clamp<int64_t>((256ll << 20) / bytes + 1, 1, 64));
+  const size_t P = grp.N.size();
+  // Product m's rows: the pool from offset 7 m, so the products differ.
+  std::vector<std::vector<cu::DevicePtr>> w(P, std::vector<cu::DevicePtr>(size_t(sets)));
+  for (size_t m = 0; m < P; ++m) {
+    std::vector<uint8_t> host(size_t(grp.N[m] * rowBytes));
+    for (int64_t n = 0; n < grp.N[m]; ++n)
+      std::memcpy(host.data() + n * rowBytes,
+                  poolBytes.data() + ((n + 7 * int64_t(m)) % pool) * rowBytes, size_t(rowBytes));
+    for (int s = 0; s < sets; ++s) {
+      CHECK_OK(drv.malloc(&w[m][size_t(s)], host.size(), "weights"));
+      CHECK_OK(drv.copyToDevice(w[m][size_t(s)], host.data(), host.size()));
+    }
+  }
+  std::vector<uint16_t> xh(static_cast<size_t>(K));
+  std::vector<float> xf(xh.size());
+  for (size_t i = 0; i < xh.size(); ++i) {
+    xh[i] = glm5rt::floatToBf16(rng.uniform());
+    xf[i] = glm5rt::bf16ToFloat(xh[i]);
+  }
+  cu::DevicePtr dx = 0, ws = 0, cnt = 0;
+  std::vector<cu::DevicePtr> dy(P);
+  CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+  CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+  for (size_t m = 0; m < P; ++m)
+    CHECK_OK(drv.malloc(&dy[m], size_t(grp.N[m]) * 2, "y"));
+  auto cfg = selectLinears(tiles, uint32_t(type), K, sumN, 1, false);
+  CHECK_OK(cfg.status());
+  cu::Function fn =
+      glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tiles.name,
+                                defines + qlinearSource(*cfg), codeArch, cfg->entry, cfg->dynamicSmem);
+  const auto g = glm5rt::launch::qlinearMultiGrid(qlinearLaunchParams(*cfg), sizing.smCount, 1,
+                                                  grp.N, K);
+  // The separate products: each one's registry kernel and launch.
+  std::vector<cu::Function> one(P);
+  std::vector<QLinearLaunch> oneL(P);
+  int64_t wsBytes = g.workspaceBytes, counters = g.counters;
+  for (size_t m = 0; m < P; ++m) {
+    auto c = selectQLinear(tiles, uint32_t(type), K, grp.N[m], 1, false);
+    CHECK_OK(c.status());
+    one[m] = glm5c::bench::buildKernel(drv, nvrtc, c->variant + "_" + tiles.name,
+                                       defines + qlinearSource(*c), codeArch, c->entry,
+                                       c->dynamicSmem);
+    oneL[m] = qlinearLaunch(*c, sizing, 1, grp.N[m], K);
+    wsBytes = std::max(wsBytes, oneL[m].workspaceBytes);
+    counters = std::max(counters, oneL[m].counters);
+  }
+  CHECK_OK(drv.malloc(&ws, size_t(std::max<int64_t>(wsBytes, 4)), "workspace"));
+  CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(counters, 1)) * 4, "counters"));
+  CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(counters, 1)) * 4));
+  int Ki = static_cast<int>(K), kps = g.kPerSplit;
+  auto go = [&](cu::Function f, unsigned gx, unsigned gy, unsigned threads, unsigned smem,
+                void **args, const char *what) {
+    CHECK_OK(pdl ? drv.launchOverlapped(f, gx, gy, 1, threads, 1, smem, stream, args, what)
+                 : drv.launch(f, gx, gy, 1, threads, 1, 1, smem, stream, args, what));
+  };
+  auto fused = [&](size_t s) {
+    glm5rt::launch::QLinearMultiArgs a;
+    for (size_t m = 0; m < P; ++m) {
+      a.w[m] = w[m][s];
+      a.y[m] = dy[m];
+      a.n[m] = static_cast<int32_t>(grp.N[m]);
+    }
+    void *args[] = {&a, &dx, &ws, &cnt, &Ki, &kps};
+    go(fn, g.gridX, g.gridY, g.threads, g.smem, args, "qlinear_decode_multi");
+  };
+  auto separate = [&](size_t s) {
+    for (size_t m = 0; m < P; ++m) {
+      int N = static_cast<int>(grp.N[m]), kp = oneL[m].kPerSplit;
+      void *args[] = {&w[m][s], &dx, &dy[m], &ws, &cnt, &N, &Ki, &kp};
+      go(one[m], oneL[m].gridX, oneL[m].gridY, oneL[m].threads, oneL[m].smem, args,
+         "qlinear_decode");
+    }
+  };
+  for (size_t m = 0; m < P; ++m)
+    CHECK_OK(drv.memsetD8(dy[m], 0xff, size_t(grp.N[m]) * 2));
+  fused(0);
+  CHECK_OK(drv.synchronize(stream));
+  double e2 = 0, r2 = 0;
+  for (size_t m = 0; m < P; ++m) {
+    std::vector<uint16_t> yh(static_cast<size_t>(grp.N[m]));
+    CHECK_OK(drv.copyToHost(yh.data(), dy[m], yh.size() * 2));
+    for (int i = 0; i < 16; ++i) {
+      const int64_t n = i * (grp.N[m] - 1) / 15;
+      const float *wr = poolF.data() + ((n + 7 * int64_t(m)) % pool) * K;
+      double ref = 0;
+      for (int64_t k = 0; k < K; ++k)
+        ref += double(wr[k]) * xf[size_t(k)];
+      const double got = glm5rt::bf16ToFloat(yh[size_t(n)]);
+      e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
+      r2 += ref * ref;
+    }
+  }
+  const double err = std::sqrt(e2 / r2);
+  Row fusedRow{tiles.name, tname, grp.what, K, sumN, 1, g.splits, cfg->variant, 0, 0, err,
+               err <= 1e-2};
+  Row sepRow{tiles.name, tname, grp.what, K, sumN, 1, 0, "separate qlinear_decode launches", 0,
+             0, 0, true};
+  fusedRow.us = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, fused);
+  sepRow.us = glm5c::bench::timeGraph(drv, stream, size_t(sets), reps, separate);
+  for (Row *r : {&fusedRow, &sepRow}) {
+    r->gbs = double(bytes) / r->us / 1e3;
+    std::printf("  %-7s %-5s %-15s %5lld -> %-6lld %-34s rel err %.1e %s  %8.1f us %5.1f%%\n",
+                r->tiles.c_str(), tname.c_str(), grp.what, static_cast<long long>(K),
+                static_cast<long long>(sumN), r->variant.c_str(), r->err, r->ok ? "ok" : "FAILED",
+                r->us, 100.0 * r->gbs / 4230.0);
+    rows.push_back(*r);
+  }
+  for (auto &v : w)
+    for (cu::DevicePtr d : v)
+      (void)drv.free(d);
+  for (cu::DevicePtr d : dy)
+    (void)drv.free(d);
+  for (cu::DevicePtr d : {dx, ws, cnt})
+    (void)drv.free(d);
+  return fusedRow.ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  bool trace = false, gateUp = false;
+  bool trace = false, gateUp = false, linears = false;
   bool checkOnly = false, sm120Occupancy = false;
   int reps = 30;
   std::vector<std::string> tileNames, typeNames, shapeNames;
@@ -174,6 +329,8 @@ int main(int argc, char **argv) {
       trace = true;
     else if (a == "--gate-up")
       gateUp = true;
+    else if (a == "--linears")
+      linears = true;
     else if (a == "--pdl") // each launch overlapped with the one before, as the runtime's
       pdl = true;
     else if (a == "--mv-tiles" && i + 1 < argc)
@@ -193,7 +350,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "
                    "[--shapes lm_head,o,...] [--tokens 1,8] [--define NAME=V] [--reps N] "
                    "[--mv-tiles reg,fp32,W:S:KC[:X],...] [--splits 0,3,...] [--sm120-occupancy] "
-                   "[--pdl] [--trace] [--gate-up]\n",
+                   "[--pdl] [--trace] [--gate-up] [--linears]\n",
                    argv[0]);
       return 2;
     }
@@ -225,6 +382,12 @@ int main(int argc, char **argv) {
           want |= strcasecmp(n.c_str(), tname.c_str()) == 0;
         if (!want)
           continue;
+      }
+      if (linears) {
+        for (const LinearsGroup &grp : kLinearsGroups)
+          failed |= !timeLinears(drv, nvrtc, stream, *tiles, sizing, codeArch, defines, type, grp,
+                                 reps, pdl, rows);
+        continue;
       }
       for (const Shape &sh : kShapes) {
         if (!shapeNames.empty() &&

@@ -8,7 +8,8 @@
 //   2 qlinear_embed: out[t] = row tokens[t] of a table {H, V};
 //   3 moe_expert_decode_gate_up, 4 moe_expert_decode_down: the routed experts at decode, one
 //     decode product per (token, expert) pair over GGUF stacked expert weights (see below);
-//   5 qlinear_decode_gate_up: silu(gate x) * (up x) of one token (glm.gate_up), kind 3's code.
+//   5 qlinear_decode_gate_up: silu(gate x) * (up x) of one token (glm.gate_up), kind 3's code;
+//   6 qlinear_decode_multi: two to four decode products of one x (glm.linears), kind 0's code.
 // Weight rows are addressed as n * (K / GLM_QK) * GLM_QBYTES from a 16-byte-aligned base (GGUF
 // tensor data is 32-byte aligned). K is a multiple of 32 and of the block (the registry checks).
 //
@@ -42,7 +43,7 @@
 #include "dequant.cuh"
 
 #ifndef GLM_QL_KIND
-#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode, 5 gate/up)"
+#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode, 5 gate/up, 6 multi)"
 #endif
 
 // Decode phase trace (profiling only, glm5c-bench-qlinear --trace; GLM_QL_TRACE = the most CTAs
@@ -85,7 +86,7 @@ __device__ __forceinline__ void glm_ql_stamp_sm() {}
 #endif
 
 // ---------------------------------------------------------------------------------------------
-#if GLM_QL_KIND == 0 || GLM_QL_KIND >= 3 // decode products (3-5: two-weight and MoE forms)
+#if GLM_QL_KIND == 0 || GLM_QL_KIND >= 3 // decode products (3-6: MoE, gate/up, multi forms)
 #if GLM_MV_USE_MMA && GLM_WTYPE == GLM_T_F16 && !GLM_MV_XF16
 #error "the F16 mma step takes fp16 x (GLM_MV_XF16)"
 #endif
@@ -359,8 +360,10 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 // 128 (2 CTAs of 256), unbounded with more than 4 tokens (8 accumulators per row; Q6_K spilled
 // at 128). Some bound is needed: with the thread count alone ptxas picked 48 registers for some
 // instantiations and spilled.
-#if GLM_MV_USE_MMA && GLM_QL_KIND != 0
-#define GLM_MIN_BLOCKS (512 / GLM_THREADS) // the experts' pair and offsets: Q6_K spilled at 96
+#if GLM_MV_USE_MMA && GLM_QL_KIND >= 3
+// The experts' pair and offsets: Q6_K spilled at 96; glm.linears' product selection: Q8_0 at
+// three tokens spilled 4 B at 96.
+#define GLM_MIN_BLOCKS (512 / GLM_THREADS)
 #elif GLM_MV_USE_MMA
 #define GLM_MIN_BLOCKS (640 / GLM_THREADS)
 #elif GLM_TOKENS > 4
@@ -703,6 +706,49 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
   glm_ql_fixup(y, ws, counters, N, row0, splits);
   GLM_QL_STAMP(4);
   glm_ql_stamp_sm();
+}
+
+#elif GLM_QL_KIND == 6
+// Two to four products of one x (glm.linears): product m's row tiles are the consecutive CTAs
+// [sum_{j<m} ceil(N_j / GLM_CTA_ROWS), ...) of x, and each CTA is qlinear_decode's for its
+// product (N_m = 0: no such product). Splits over y as qlinear_decode's; product m's partials
+// are ws + splits GLM_TOKENS sum_{j<m} N_j, its counters those of its CTAs.
+struct glm_ql_multi {
+  const glm_u8 *w[4];
+  glm_act *y[4];
+  int n[4];
+};
+extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+    qlinear_decode_multi(glm_ql_multi p,                 // weights {K, N_m}, outputs [T, N_m]
+                         const glm_act *__restrict__ x,   // [GLM_TOKENS, K]
+                         float *__restrict__ ws,          // [splits, T, N_m] per product
+                         unsigned *__restrict__ counters, // [gridDim.x] when splits > 1
+                         int K, int k_per_split) {        // k_per_split: a multiple of 256
+  const int split = blockIdx.y, splits = gridDim.y;
+  // This CTA's product m and tile within it. Only constant indices into p: a dynamic one would
+  // copy the parameter block to local memory (before the grid chain's wait).
+  int m = 0, tile = blockIdx.x;
+  long long wsOff = 0;
+#pragma unroll
+  for (int j = 0; j < 3; ++j) {
+    const int tiles = (p.n[j] + GLM_CTA_ROWS - 1) / GLM_CTA_ROWS;
+    if (m == j && tile >= tiles) {
+      tile -= tiles;
+      wsOff += static_cast<long long>(splits) * GLM_TOKENS * p.n[j];
+      m = j + 1;
+    }
+  }
+  const int N = m == 0 ? p.n[0] : m == 1 ? p.n[1] : m == 2 ? p.n[2] : p.n[3];
+  const glm_u8 *w = m == 0 ? p.w[0] : m == 1 ? p.w[1] : m == 2 ? p.w[2] : p.w[3];
+  glm_act *y = m == 0 ? p.y[0] : m == 1 ? p.y[1] : m == 2 ? p.y[2] : p.y[3];
+  const int row0 = tile * GLM_CTA_ROWS;
+  float *wsm = ws + wsOff;
+  const int k_begin = split * k_per_split;
+  glm_ql_decode_cta(
+      w, nullptr, x, N, K, row0, k_begin, min(K, k_begin + k_per_split),
+      [&](int, int row, int tok, float v) { glm_ql_emit(y, wsm, N, row, tok, v, split, splits); },
+      [] { glm_grid_chain(); }); // after the weights' first copies
+  glm_ql_fixup(y, wsm, counters, N, row0, splits);
 }
 
 #else // GLM_QL_KIND 3 or 4: MoE routed experts at decode, one matrix-vector product per pair

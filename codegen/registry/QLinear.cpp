@@ -363,6 +363,22 @@ glm5rt::StatusOr<QLinearConfig> selectGateUp(const Target &tiles, uint32_t type,
   return gateUpDecodeConfig(*q, QLinearKind::kGateUp);
 }
 
+glm5rt::StatusOr<QLinearConfig> selectLinears(const Target &tiles, uint32_t type, int64_t K,
+                                              int64_t sumN, int tokens, bool actF32) {
+  auto q = selectQLinear(tiles, type, K, sumN, tokens, actF32);
+  if (!q.isOk())
+    return q.status().withContext("qlinear_decode_multi");
+  if (q->kind != QLinearKind::kDecode)
+    return makeStatus(StatusCode::kUnimplemented,
+                      "qlinear_decode_multi: %s is not a decode kernel", q->variant.c_str());
+  q->kind = QLinearKind::kMulti;
+  q->entry = "qlinear_decode_multi";
+  const std::string prefix = "qlinear_mv";
+  if (q->variant.compare(0, prefix.size(), prefix) == 0)
+    q->variant.replace(0, prefix.size(), "qlinear_multi");
+  return q;
+}
+
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens) {
   if (tokens < 1 || tokens > 8)
@@ -456,7 +472,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
                    : cfg.kind == QLinearKind::kEmbed        ? 2
                    : cfg.kind == QLinearKind::kExpertGateUp ? 3
                    : cfg.kind == QLinearKind::kExpertDown   ? 4
-                                                            : 5;
+                   : cfg.kind == QLinearKind::kGateUp       ? 5
+                                                            : 6;
   s += "#define GLM_QL_KIND " + std::to_string(kind) + "\n";
   if (cfg.kind != QLinearKind::kPrefill && cfg.kind != QLinearKind::kEmbed) {
     s += "#define GLM_TOKENS " + std::to_string(cfg.tokens) + "\n";

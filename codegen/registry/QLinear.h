@@ -14,8 +14,9 @@ namespace glm5c::codegen {
 
 // kExpertGateUp / kExpertDown: the decode product per (token, expert) pair of the MoE routed
 // experts (qlinear.cuh kinds 3 and 4), tiled like kDecode with one token. kGateUp: glm.gate_up,
-// silu(gate x) * (up x) of one token (kind 5, kind 3's code for one product).
-enum class QLinearKind { kDecode, kPrefill, kEmbed, kExpertGateUp, kExpertDown, kGateUp };
+// silu(gate x) * (up x) of one token (kind 5, kind 3's code for one product). kMulti:
+// glm.linears, two to four decode products of one x (kind 6, kind 0's code per CTA).
+enum class QLinearKind { kDecode, kPrefill, kEmbed, kExpertGateUp, kExpertDown, kGateUp, kMulti };
 
 struct QLinearConfig {
   std::string variant; // "qlinear_mv_mma_q4_k_bf16_t1_w4_s4_kc4096"
@@ -74,6 +75,11 @@ QLinearConfig gateUpDecodeConfig(QLinearConfig q, QLinearKind kind);
 // the tiles of one {K, N} product, streaming both weights).
 glm5rt::StatusOr<QLinearConfig> selectGateUp(const Target &tiles, uint32_t type, int64_t K,
                                              int64_t N, bool actF32 = false);
+
+// glm.linears at decode: weights {K, N_m} of ggml `type` (m < 4), T tokens
+// (qlinear_decode_multi; the tiles of one {K, sum N_m} product).
+glm5rt::StatusOr<QLinearConfig> selectLinears(const Target &tiles, uint32_t type, int64_t K,
+                                              int64_t sumN, int tokens, bool actF32 = false);
 
 // The decode kernel of selectQLinear on the fp32 path (dequantized weights, fp32 FMA, one warp
 // per row group), whatever the type's rule would pick (benchmark A/B of the two paths); 1-8

@@ -270,6 +270,20 @@ KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
                         return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
                       });
   }
+  if (q.op == "glm.linears") { // decode only: glm-fuse-linears makes it for one token
+    if (!q.decode) {
+      KernelChoice c;
+      c.family = "qlinear";
+      c.rejected.push_back({"qlinear_decode_multi", "takes one token (decode); prefill keeps "
+                                                    "one glm.linear per product"});
+      return c;
+    }
+    return fromConfig("qlinear", selectLinears(tiles, type, dim(q, "in", 0), dim(q, "out", 0), 1,
+                                               q.actF32),
+                      qlinearSource, {"qlinear_decode_multi"}, +[](const QLinearConfig &c) {
+                        return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
+                      });
+  }
   const bool embed = q.op == "glm.embed";
   const int tokens = q.decode ? 1 : 16;
   auto cfg = embed ? selectQEmbed(tiles, type, dim(q, "width", 0), q.actF32)
@@ -367,7 +381,7 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", true},   {"glm.moe_experts", true},
           {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.gate_up", true},
-          {"glm.logits", true}};
+          {"glm.linears", true},        {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
@@ -378,7 +392,7 @@ KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
   if (q.op == "glm.moe_router" || q.op == "glm.moe_experts")
     return moe(q, tiles);
   if (q.op == "glm.linear" || q.op == "glm.logits" || q.op == "glm.embed" ||
-      q.op == "glm.gate_up")
+      q.op == "glm.gate_up" || q.op == "glm.linears")
     return qlinear(q, tiles);
   if (q.op == "glm.indexer_score" || q.op == "glm.topk")
     return indexer(q, tiles);

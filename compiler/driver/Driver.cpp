@@ -111,6 +111,7 @@ glm5rt::StatusOr<std::vector<uint8_t>> compileModel(MLIRContext &context, const 
                                             opt.runOn.empty() ? target->name : opt.runOn,
                                             target->smCount, target->maxSharedPerBlock));
     pm.addPass(glm::createGlmLowerSwiGLU());
+    pm.addPass(glm::createGlmFuseLinears());
     GlmSpecializeKernelsOptions o;
     o.actF32 = opt.actF32;
     pm.addPass(createGlmSpecializeKernels(o));
@@ -142,6 +143,7 @@ Status explainModel(MLIRContext &context, const std::string &path, const std::st
     return error.isOk() ? reported() : error;
   PassManager pm(&context); // as compile does for GPU targets: one op per kernel
   pm.addPass(glm::createGlmLowerSwiGLU());
+  pm.addPass(glm::createGlmFuseLinears());
   if (failed(pm.run(*module)))
     return reported();
   os << "target: tiles " << tiles->name << " (" << tiles->gpu << ", " << tiles->smCount

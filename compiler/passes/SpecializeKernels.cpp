@@ -42,6 +42,13 @@ glm5c::codegen::KernelQuery glm5c::kernelQueryFor(Operation *op, bool actF32) {
         q.dims["in"] = w.getShape()[0];
         q.dims["out"] = w.getShape().size() > 1 ? w.getShape()[1] : 1;
       }
+  if (auto l = dyn_cast<LinearsOp>(op)) { // "out": every product's rows together
+    q.dims["in"] = l.getW0().getShape()[0];
+    int64_t out = 0;
+    for (GgufTensorAttr w : l.getWeights())
+      out += w.getShape()[1];
+    q.dims["out"] = out;
+  }
   if (auto r = dyn_cast<RopeOp>(op)) {
     q.dims["offset"] = r.getOffset();
     q.dims["dim"] = r.getDim();

@@ -50,6 +50,7 @@ std::optional<pl::OpKind> opKind(Operation *op) {
       .Case([](AddOp) { return pl::OpKind::Add; })
       .Case([](SwiGLUMulOp) { return pl::OpKind::SwiGLUMul; })
       .Case([](GateUpOp) { return pl::OpKind::GateUp; })
+      .Case([](LinearsOp) { return pl::OpKind::Linears; })
       .Case([](LogitsOp) { return pl::OpKind::Logits; })
       .Case([](AllReduceOp) { return pl::OpKind::AllReduce; })
       .Case([](AllGatherOp) { return pl::OpKind::AllGather; })
@@ -57,6 +58,8 @@ std::optional<pl::OpKind> opKind(Operation *op) {
 }
 
 std::string locName(Location loc) {
+  if (auto f = dyn_cast<FusedLoc>(loc)) // fused ops (glm.linears): the first op's name
+    return f.getLocations().empty() ? "?" : locName(f.getLocations().front());
   if (auto n = dyn_cast<NameLoc>(loc))
     return n.getName().str();
   if (auto f = dyn_cast<FileLineColLoc>(loc))

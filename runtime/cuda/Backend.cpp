@@ -458,6 +458,31 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     int t = static_cast<int>(T);
     return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&w, &x, &y, &t, &N, &K});
   }
+  case pl::OpKind::Linears: {
+    // Two to four products of one x in one launch (product i: weight w<i>, output i).
+    GLM5_ASSIGN_OR_RETURN(Fn f, fn(s, 0, "qlinear_decode_multi"));
+    GLM5_ASSIGN_OR_RETURN(launch::QLinearParams lp, launch::qlinearParamsOf(*f.k));
+    const int n = static_cast<int>(s.outputs()->size());
+    if (lp.kind != launch::QLinearKind::kDecode || T != lp.tokens || n < 2 || n > 4)
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "the multi-product kernel %s takes %d tokens and 2-4 products, not %" PRId64
+                        " and %d", f.k->variant()->c_str(), lp.tokens, T, n);
+    launch::QLinearMultiArgs a;
+    std::vector<int64_t> N;
+    for (int i = 0; i < n; ++i) {
+      N.push_back(elems(out(i)));
+      a.w[i] = weight(("w" + std::to_string(i)).c_str());
+      a.y[i] = ptr(out(i));
+      a.n[i] = static_cast<int32_t>(N.back());
+    }
+    int K = static_cast<int>(elems(in(0)));
+    launch::QLinearGrid g = launch::qlinearMultiGrid(lp, sm, T, N, K);
+    grow(needs_.splitWs, g.workspaceBytes);
+    grow(needs_.splitCounters, g.counters * 4);
+    DevicePtr x = ptr(in(0)), ws = splitWs_, ctr = splitCounters_;
+    int kps = g.kPerSplit;
+    return go(f, g.gridX, g.gridY, 1, g.threads, g.smem, {&a, &x, &ws, &ctr, &K, &kps});
+  }
   case pl::OpKind::GateUp: {
     // One token: both weights streamed by one kernel, SwiGLU in its epilogue; the grid of one
     // MoE pair (row blocks, 1, K splits).

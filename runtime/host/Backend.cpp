@@ -274,6 +274,11 @@ Status Backend::runStep(const pl::Step &s, int64_t T, const int32_t *tokens,
     return swiglu(inF(0), T, weight("gate"), weight("up"), weight("down"), outF(0));
   case pl::OpKind::GateUp:
     return gateUp(inF(0), T, weight("gate"), weight("up"), outF(0));
+  case pl::OpKind::Linears: // product i: weight w<i> to output i
+    for (int i = 0; i < static_cast<int>(s.outputs()->size()); ++i)
+      GLM5_RETURN_IF_ERROR(linear(inF(0), T, elems(in(0)),
+                                  weight(("w" + std::to_string(i)).c_str()), outF(i)));
+    return Status::ok();
   case pl::OpKind::SwiGLUMul: {
     int64_t n = T * elems(out(0));
     const float *g = inF(0), *u = inF(1);

@@ -36,21 +36,11 @@ int64_t qlinearSplits(const QLinearParams &p, int smCount, int64_t tiles, int64_
   return std::max<int64_t>(best, 1);
 }
 
-QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
-                        int64_t forceSplits) {
-  QLinearGrid l;
-  l.threads = static_cast<unsigned>(p.threads);
-  l.smem = static_cast<unsigned>(p.dynamicSmem);
-  if (p.kind == QLinearKind::kEmbed) {
-    l.gridX = static_cast<unsigned>(T);
-    return l;
-  }
-  if (p.kind == QLinearKind::kPrefill) {
-    l.gridX = static_cast<unsigned>((N + p.tileN - 1) / p.tileN);
-    l.gridY = static_cast<unsigned>((T + p.tileM - 1) / p.tileM);
-    return l;
-  }
-  const int64_t tiles = (N + p.rowsPerCta - 1) / p.rowsPerCta;
+namespace {
+
+// A decode grid of `tiles` row tiles over K (N rows in all, which size the partials).
+QLinearGrid decodeGrid(const QLinearParams &p, int smCount, int64_t tiles, int64_t N, int64_t K,
+                       int64_t forceSplits, QLinearGrid l) {
   const int64_t kSteps = (K + kQLinearKStep - 1) / kQLinearKStep;
   int64_t splits = std::clamp<int64_t>(forceSplits > 0 ? forceSplits
                                                        : qlinearSplits(p, smCount, tiles, kSteps),
@@ -66,6 +56,39 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
     l.counters = tiles;
   }
   return l;
+}
+
+} // namespace
+
+QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
+                        int64_t forceSplits) {
+  QLinearGrid l;
+  l.threads = static_cast<unsigned>(p.threads);
+  l.smem = static_cast<unsigned>(p.dynamicSmem);
+  if (p.kind == QLinearKind::kEmbed) {
+    l.gridX = static_cast<unsigned>(T);
+    return l;
+  }
+  if (p.kind == QLinearKind::kPrefill) {
+    l.gridX = static_cast<unsigned>((N + p.tileN - 1) / p.tileN);
+    l.gridY = static_cast<unsigned>((T + p.tileM - 1) / p.tileM);
+    return l;
+  }
+  return decodeGrid(p, smCount, (N + p.rowsPerCta - 1) / p.rowsPerCta, N, K, forceSplits, l);
+}
+
+QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, int64_t T,
+                             const std::vector<int64_t> &N, int64_t K, int64_t forceSplits) {
+  (void)T; // decode: the compiled token count sizes the partials
+  QLinearGrid l;
+  l.threads = static_cast<unsigned>(p.threads);
+  l.smem = static_cast<unsigned>(p.dynamicSmem);
+  int64_t tiles = 0, total = 0;
+  for (int64_t n : N) {
+    tiles += (n + p.rowsPerCta - 1) / p.rowsPerCta;
+    total += n;
+  }
+  return decodeGrid(p, smCount, tiles, total, K, forceSplits, l);
 }
 
 ParamList qlinearParamList(const QLinearParams &p) {

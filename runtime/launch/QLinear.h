@@ -48,6 +48,21 @@ int64_t qlinearSplits(const QLinearParams &p, int smCount, int64_t tiles, int64_
 QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
                         int64_t forceSplits = 0);
 
+// glm.linears (qlinear.cuh kind 6, decode): products m < N.size() (2..4) of x [T, K] with
+// weights {K, N[m]}, each one's row tiles consecutive in x, split as one product of all the
+// tiles; workspaceBytes holds every product's partials.
+QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, int64_t T,
+                             const std::vector<int64_t> &N, int64_t K, int64_t forceSplits = 0);
+
+// qlinear_decode_multi's first argument: product m's weight and output (as device addresses)
+// and its N, unused slots zero. The kernel's `glm_ql_multi` has this layout.
+struct QLinearMultiArgs {
+  uint64_t w[4] = {0, 0, 0, 0};
+  uint64_t y[4] = {0, 0, 0, 0};
+  int32_t n[4] = {0, 0, 0, 0};
+};
+static_assert(sizeof(QLinearMultiArgs) == 80, "glm_ql_multi: 4 + 4 pointers and 4 ints");
+
 // The plan's key/value form of `p` (what the compiler writes) and back (what the runtime reads;
 // a missing or out-of-range key is an error naming it).
 ParamList qlinearParamList(const QLinearParams &p);

@@ -18,7 +18,8 @@ namespace glm5rt::plan {
 // incompatibly, or the kernels' contract with the runtime did); a plan of another version is
 // refused. 2: every kernel begins with glm_grid_chain (the cuda backend launches overlapped).
 // 3: the top-k module has the topk_cluster entry and its cluster_keys parameter.
-// 4: the GateUp op kind (glm.gate_up: a decode FFN's gate and up in one kernel).
+// 4: the GateUp and Linears op kinds (glm.gate_up: a decode FFN's gate and up in one kernel;
+//    glm.linears: a decode activation's products in one kernel).
 inline constexpr uint32_t kFormatVersion = 4;
 
 class LoadedPlan {

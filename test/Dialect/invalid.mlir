@@ -861,3 +861,36 @@ func.func @gate_up_shape(%x: tensor<1x256xf32>) -> tensor<1x512xf32> {
       : tensor<1x256xf32> -> tensor<1x512xf32>
   return %h : tensor<1x512xf32>
 }
+
+// -----
+
+// Tests that glm.linears has one result per weight.
+func.func @linears_results(%x: tensor<1x256xf32>) -> tensor<1x128xf32> {
+  // expected-error @+1 {{has 2 weights and 1 results}}
+  %a = glm.linears %x {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>,
+                       w1 = #glm.gguf_tensor<"b", q8_0, [256, 96]>}
+      : tensor<1x256xf32> -> tensor<1x128xf32>
+  return %a : tensor<1x128xf32>
+}
+
+// -----
+
+// Tests that glm.linears rejects weights of different GGUF types (one kernel streams them all).
+func.func @linears_types(%x: tensor<1x256xf32>) -> tensor<1x128xf32> {
+  // expected-error @+1 {{w1 'b' is not of w0's GGUF type}}
+  %a, %b = glm.linears %x {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>,
+                           w1 = #glm.gguf_tensor<"b", q4_k, [256, 96]>}
+      : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>
+  return %a : tensor<1x128xf32>
+}
+
+// -----
+
+// Tests that glm.linears checks each weight's shape against the input and its result.
+func.func @linears_shape(%x: tensor<1x256xf32>) -> tensor<1x128xf32> {
+  // expected-error @+1 {{w1 'b' has shape [256, 64], expected [256, 96]}}
+  %a, %b = glm.linears %x {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>,
+                           w1 = #glm.gguf_tensor<"b", q8_0, [256, 64]>}
+      : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>
+  return %a : tensor<1x128xf32>
+}

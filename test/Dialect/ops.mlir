@@ -545,3 +545,20 @@ func.func @gate_up(%x: tensor<1x256xf32>) -> tensor<1x512xf32> {
       : tensor<1x256xf32> -> tensor<1x512xf32>
   return %h : tensor<1x512xf32>
 }
+
+// -----
+
+// Tests that glm.linears round-trips, with two and with three weights.
+// CHECK-LABEL: func.func @linears
+// CHECK: glm.linears %{{.+}} {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>, w1 = #glm.gguf_tensor<"b", q8_0, [256, 96]>} : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>
+// CHECK: glm.linears %{{.+}} {w0 = {{.+}}, w1 = {{.+}}, w2 = #glm.gguf_tensor<"c", q8_0, [256, 128]>} : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>, tensor<1x2x64xf32>
+func.func @linears(%x: tensor<1x256xf32>) -> tensor<1x2x64xf32> {
+  %a, %b = glm.linears %x {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>,
+                           w1 = #glm.gguf_tensor<"b", q8_0, [256, 96]>}
+      : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>
+  %c:3 = glm.linears %x {w0 = #glm.gguf_tensor<"a", q8_0, [256, 128]>,
+                         w1 = #glm.gguf_tensor<"b", q8_0, [256, 96]>,
+                         w2 = #glm.gguf_tensor<"c", q8_0, [256, 128]>}
+      : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>, tensor<1x2x64xf32>
+  return %c#2 : tensor<1x2x64xf32>
+}

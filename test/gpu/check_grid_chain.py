@@ -2,9 +2,10 @@
 """Checks a `glm5c-gpu-tests --compile-only --dump-ptx DIR` dump: every kernel entry executes
 `griddepcontrol.wait` (common.cuh glm_grid_chain) before its first memory access, the invariant
 that lets the cuda backend launch kernels overlapped (programmatic dependent launch). The
-exceptions are qlinear_decode and qlinear_decode_gate_up, which first copy their weights (never
-written by a kernel of the step) into their own shared memory with cp.async and initialize their
-shared memory: before the wait they may touch shared memory and issue cp.async, nothing else. Prints each entry that breaks
+exceptions are qlinear_decode, qlinear_decode_gate_up and qlinear_decode_multi, which first copy
+their weights (never written by a kernel of the step) into their own shared memory with cp.async
+and initialize their shared memory: before the wait they may touch shared memory and issue
+cp.async, nothing else. Prints each entry that breaks
 the rule, and exits 1 if any; prints the number of entries checked.
 
 usage: check_grid_chain.py DUMP_DIR
@@ -17,10 +18,11 @@ ENTRY = re.compile(r"^\.visible \.entry ([A-Za-z_0-9]+)\(")
 # A memory access: a load, store, atomic, reduction or asynchronous copy of any state space but
 # the kernel's parameters.
 ACCESS = re.compile(r"^(@!?%p[0-9]+\s+)?(ld|ldu|st|atom|red|cp\.async|prefetch)\.(?!param)")
-# What qlinear_decode and qlinear_decode_gate_up may do before their wait: shared-memory loads
-# and stores, cp.async (global to shared) and its group bookkeeping.
+# What qlinear_decode, qlinear_decode_gate_up and qlinear_decode_multi may do before their wait:
+# shared-memory loads and stores, cp.async (global to shared) and its group bookkeeping.
 _WEIGHTS_FIRST = re.compile(r"^(@!?%p[0-9]+\s+)?((ld|st)\.shared|cp\.async)\.")
-EARLY = {"qlinear_decode": _WEIGHTS_FIRST, "qlinear_decode_gate_up": _WEIGHTS_FIRST}
+EARLY = {name: _WEIGHTS_FIRST
+         for name in ("qlinear_decode", "qlinear_decode_gate_up", "qlinear_decode_multi")}
 
 
 def check(path):

@@ -1,5 +1,6 @@
-// qlinear_decode, qlinear_prefill, qlinear_embed and qlinear_decode_gate_up against runtime/host
-// linear, embed and gateUp, for every supported weight type with bf16 and f32 activations: K and
+// qlinear_decode, qlinear_prefill, qlinear_embed, qlinear_decode_gate_up and qlinear_decode_multi
+// against runtime/host linear, embed and gateUp, for every supported weight type with bf16 and f32
+// activations: K and
 // N that are not multiples of the tiles, split-K with its counter re-armed across launches, a
 // small-chunk single-split variant that wraps the weight ring and restages x many times, and
 // out-of-range tokens.
@@ -386,4 +387,70 @@ GPU_TEST(qlinear_decode_gate_up) {
         }
       }
     }
+}
+
+// glm.linears at decode: two to four products of one x, product m's rows in its own output, at
+// one and three tokens, the registry's split and forced 2 and 3, each launched twice (the second
+// after re-poisoning: the counters must be re-armed). The products' N are not whole row tiles.
+GPU_TEST(qlinear_decode_multi) {
+  const std::vector<std::vector<int64_t>> groups = {{1000, 300, 130}, {200, 77}, {64, 17, 100, 33}};
+  for (GgmlType type : kTypes)
+    for (bool f32 : {false, true})
+      for (const std::vector<int64_t> &Ns : groups) {
+        const int64_t K = testK(type);
+        std::vector<QWeight> qw;
+        int64_t sumN = 0;
+        Rng rng(uint32_t(type) + 400 + Ns.size());
+        for (int64_t n : Ns) {
+          qw.push_back({type, K, n, {}});
+          sumN += n;
+          if (!ctx.compileOnly && !makeWeight(qw.back(), rng, report))
+            return;
+        }
+        for (int T : {1, 3}) {
+          GPU_TRY(cfg, selectLinears(ctx.tiles, uint32_t(type), K, sumN, T, f32));
+          GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+          if (ctx.compileOnly)
+            continue;
+          GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+          Acts x = makeActs(ctx, rng, size_t(T) * K, f32);
+          std::vector<std::vector<float>> ref;
+          glm5rt::launch::QLinearMultiArgs a;
+          for (size_t m = 0; m < qw.size(); ++m) {
+            ref.emplace_back(size_t(T) * qw[m].N);
+            auto st = glm5rt::host::linear(x.ref.data(), T, K, qw[m].w(), ref.back().data());
+            if (!st.isOk()) {
+              report.fail("host linear", st.message());
+              return;
+            }
+            a.w[m] = ctx.upload(qw[m].bytes);
+            a.n[m] = static_cast<int32_t>(qw[m].N);
+          }
+          const glm5rt::launch::QLinearParams lp = qlinearLaunchParams(cfg);
+          for (int forced : {0, 2, 3}) {
+            const auto g = glm5rt::launch::qlinearMultiGrid(lp, ctx.tiles.smCount, T, Ns, K,
+                                                            forced);
+            cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(g.workspaceBytes, 4)));
+            cu::DevicePtr cnt =
+                ctx.upload(std::vector<uint32_t>(size_t(std::max<int64_t>(g.counters, 1)), 0));
+            int Ki = static_cast<int>(K), kps = g.kPerSplit;
+            for (int rep = 0; rep < 2; ++rep) {
+              for (size_t m = 0; m < qw.size(); ++m)
+                a.y[m] = allocOut(ctx, size_t(T) * qw[m].N, f32);
+              ctx.launch(fn, g.gridX, g.gridY, 1, g.threads, g.smem, &a, &x.dev, &ws, &cnt, &Ki,
+                         &kps);
+              for (size_t m = 0; m < qw.size(); ++m) {
+                bool guardOk = false;
+                std::vector<float> got =
+                    downloadOut(ctx, a.y[m], size_t(T) * qw[m].N, f32, &guardOk);
+                compare(report,
+                        caseName("qlinear_decode_multi", type, f32, T, K, qw[m].N) + " product " +
+                            std::to_string(m) + " of " + std::to_string(qw.size()) + " splits=" +
+                            std::to_string(g.splits) + (rep ? " (relaunch)" : ""),
+                        got, ref[m], qw[m].N, f32 ? 1e-5 : 1e-2, guardOk);
+              }
+            }
+          }
+        }
+      }
 }

@@ -166,6 +166,39 @@ LogicalResult LinearOp::verify() {
   return checkWeight(*this, "weight", getWeight(), {tailProduct(in), tailProduct(out)});
 }
 
+SmallVector<GgufTensorAttr, 4> LinearsOp::getWeights() {
+  SmallVector<GgufTensorAttr, 4> w = {getW0(), getW1()};
+  if (getW2())
+    w.push_back(*getW2());
+  if (getW3())
+    w.push_back(*getW3());
+  return w;
+}
+
+LogicalResult LinearsOp::verify() {
+  RankedTensorType in = rt(getInput());
+  if (failed(checkActivation(*this, "input", in, 2, 4)))
+    return failure();
+  if (getW3() && !getW2())
+    return emitOpError() << "has w3 without w2";
+  SmallVector<GgufTensorAttr, 4> w = getWeights();
+  if (getNumResults() != w.size())
+    return emitOpError() << "has " << w.size() << " weights and " << getNumResults()
+                         << " results";
+  for (size_t i = 0; i < w.size(); ++i) {
+    RankedTensorType out = rt(getResult(i));
+    std::string role = "w" + std::to_string(i);
+    if (failed(checkActivation(*this, "result", out, 2, 4)) ||
+        failed(checkSameTokens(*this, in, out)) ||
+        failed(checkWeight(*this, role, w[i], {tailProduct(in), tailProduct(out)})))
+      return failure();
+    if (w[i].getType() != w[0].getType())
+      return emitOpError() << role << " '" << w[i].getName()
+                           << "' is not of w0's GGUF type (one kernel streams every weight)";
+  }
+  return success();
+}
+
 LogicalResult HeadLinearOp::verify() {
   RankedTensorType in = rt(getInput()), out = rt(getResult());
   if (failed(checkActivation(*this, "input", in, 2, 3)) ||

@@ -87,6 +87,30 @@ def Glm_LinearOp : Glm_Op<"linear", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Glm_LinearsOp : Glm_Op<"linears", [Pure]> {
+  let summary = "two to four matrix products of one input, with GGUF weights of one type";
+  let description = [{
+    `y_i[t] = W_i x[t]` for weights `w0`, `w1` and optionally `w2`, `w3` (in that order, one
+    result each, shaped as `glm.linear`'s). What `glm-fuse-linears` makes of the decode
+    products that read the same activation (q_a, kv_a and the indexer's key; q_b and the
+    indexer's query): one kernel launch streams every weight.
+
+    ```mlir
+    %q, %kv = glm.linears %x {w0 = #glm.gguf_tensor<"blk.0.attn_q_a.weight", q8_0, [256, 128]>,
+                              w1 = #glm.gguf_tensor<"blk.0.attn_kv_a_mqa.weight", q8_0, [256, 96]>}
+        : tensor<1x256xf32> -> tensor<1x128xf32>, tensor<1x96xf32>
+    ```
+  }];
+  let arguments = (ins Glm_F32Tensor:$input, Glm_GgufTensorAttr:$w0, Glm_GgufTensorAttr:$w1,
+                       OptionalAttr<Glm_GgufTensorAttr>:$w2, OptionalAttr<Glm_GgufTensorAttr>:$w3);
+  let results = (outs Variadic<Glm_F32Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let extraClassDeclaration = [{
+    /// The weights in result order.
+    ::llvm::SmallVector<GgufTensorAttr, 4> getWeights();
+  }];
+}
+
 def Glm_HeadLinearOp : Glm_Op<"head_linear", [Pure]> {
   let summary = "per-head matrix product with a stacked weight {a, b, heads}";
   let description = [{

@@ -93,6 +93,18 @@ def GlmLowerSwiGLU : Pass<"glm-lower-swiglu", "mlir::ModuleOp"> {
   let dependentDialects = ["glm5c::glm::GlmDialect"];
 }
 
+def GlmFuseLinears : Pass<"glm-fuse-linears", "mlir::ModuleOp"> {
+  let summary = "One glm.linears for the decode products that read the same activation";
+  let description = [{
+    In one block, `glm.linear` ops of one token (decode) whose input is the same value and
+    whose weights share their GGUF type become one `glm.linears` (at the first one's place, up
+    to four products each, in program order): at GLM-5's decode q_a, kv_a and the indexer's
+    key read the attention norm's output, q_b and the indexer's query the q_a norm's. One
+    kernel launch then streams every weight. GPU targets only, after `glm-lower-swiglu`.
+  }];
+  let dependentDialects = ["glm5c::glm::GlmDialect"];
+}
+
 def GlmDenseAttention : Pass<"glm-dense-attention", "mlir::ModuleOp"> {
   let summary = "Make every query attend to all its causal positions (the dense reference)";
   let description = [{
