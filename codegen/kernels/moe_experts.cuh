@@ -56,12 +56,22 @@ static_assert(GLM_TOPK_E <= 32, "one lane keeps each chosen slot");
 
 // row . xs over H elements, lanes striding 16-byte chunks (F32: 4 elements, BF16: 8); every lane
 // returns the sum. row and xs are 16-byte aligned (rows are multiples of 64 bytes).
+// A router row is scored by GLM_RT_PARTS warps, warp p over chunks [p C / P, (p + 1) C / P) of
+// its C 16-byte chunks; the parts are added in part order, so each logit is a fixed-order sum
+// whatever the split. At GLM-5's one-token decode the 256 experts then spread over 128 CTAs
+// instead of 32 (one warp streaming a whole 24 KB F32 row was latency-bound).
+#define GLM_RT_PARTS 4
+#define GLM_RT_EXPERTS_PER_ROUND (GLM_RT_WARPS / GLM_RT_PARTS)
+#define GLM_RT_CHUNKS (GLM_WTYPE == GLM_T_F32 ? GLM_HIDDEN / 4 : GLM_HIDDEN / 8)
+static_assert(GLM_RT_WARPS % GLM_RT_PARTS == 0, "whole experts per round");
+
+// Lane `lane`'s share of chunks [c0, c1) of row . x, summed over the warp.
 __device__ __forceinline__ float glm_rt_dot(const glm_u8 *__restrict__ row, const float *xs,
-                                            int lane) {
+                                            int lane, int c0, int c1) {
   float acc = 0.f;
 #if GLM_WTYPE == GLM_T_F32
-#pragma unroll 8
-  for (int c = lane; c < GLM_HIDDEN / 4; c += 32) {
+#pragma unroll 4
+  for (int c = c0 + lane; c < c1; c += 32) {
     const uint4 v = glm_ldg16(row + 16 * c);
     const float4 xv = *reinterpret_cast<const float4 *>(xs + 4 * c);
     acc = fmaf(__uint_as_float(v.x), xv.x, acc);
@@ -71,7 +81,7 @@ __device__ __forceinline__ float glm_rt_dot(const glm_u8 *__restrict__ row, cons
   }
 #else
 #pragma unroll 4
-  for (int c = lane; c < GLM_HIDDEN / 8; c += 32) {
+  for (int c = c0 + lane; c < c1; c += 32) {
     const uint4 v = glm_ldg16(row + 16 * c);
     const float4 x0 = *reinterpret_cast<const float4 *>(xs + 8 * c);
     const float4 x1 = *reinterpret_cast<const float4 *>(xs + 8 * c + 4);
@@ -147,12 +157,14 @@ __device__ __forceinline__ void glm_rt_gate(const float *row, const float *__res
 }
 
 // Grid (T, splits): CTA (t, y) computes the logits of experts [y per, min(E, (y + 1) per)),
-// per = ceil(E / splits), one warp per expert in turn, into logits (always written: the gate's
-// input, kept for inspection). With one split the CTA then runs the gate; with more, the last
-// CTA of token t to finish (counted in counters[t], zero before the first launch and re-armed to
-// zero by that CTA) reloads the whole row and runs it. Each logit is one warp's fixed-order sum,
-// so the result does not depend on the split.
-extern "C" __global__ void __launch_bounds__(GLM_RT_THREADS)
+// per = ceil(E / splits), GLM_RT_EXPERTS_PER_ROUND at a time (GLM_RT_PARTS warps each), into
+// logits (always written: the gate's input, kept for inspection). With one split the CTA then
+// runs the gate; with more, the last CTA of token t to finish (counted in counters[t], zero
+// before the first launch and re-armed to zero by that CTA) reloads the whole row and runs it.
+// Each logit is a fixed-order sum (glm_rt_dot), so the result does not depend on the split.
+// (The bound of two CTAs per SM leaves ptxas up to 128 registers: with the thread count alone it
+// took 40 on sm_90 and spilled the gate's arrays.)
+extern "C" __global__ void __launch_bounds__(GLM_RT_THREADS, 2)
     moe_router(const glm_act *__restrict__ x,   // [T, H]
                const glm_u8 *__restrict__ w,    // {H, E}: row e is expert e's H weights
                const float *__restrict__ bias,  // [E] (exp_probs_b, F32)
@@ -174,12 +186,26 @@ extern "C" __global__ void __launch_bounds__(GLM_RT_THREADS)
   for (int i = tid; i < GLM_HIDDEN; i += GLM_RT_THREADS)
     xs[i] = glm_act_load(x, t * GLM_HIDDEN + i);
   __syncthreads();
-  for (int e = e0 + warp; e < e1; e += GLM_RT_WARPS) {
-    const float v = glm_rt_dot(w + static_cast<long long>(e) * GLM_RT_ROW_BYTES, xs, lane);
-    if (lane == 0) {
-      lg[e] = v;
-      logits[t * GLM_EXPERTS + e] = v;
+  __shared__ float s_part[GLM_RT_WARPS];
+  const int part = warp % GLM_RT_PARTS, slot = warp / GLM_RT_PARTS;
+  const int c0 = part * GLM_RT_CHUNKS / GLM_RT_PARTS, c1 = (part + 1) * GLM_RT_CHUNKS / GLM_RT_PARTS;
+  for (int eb = e0; eb < e1; eb += GLM_RT_EXPERTS_PER_ROUND) { // uniform: every warp, every round
+    const int e = eb + slot;
+    const float v =
+        e < e1 ? glm_rt_dot(w + static_cast<long long>(e) * GLM_RT_ROW_BYTES, xs, lane, c0, c1)
+               : 0.f;
+    if (lane == 0)
+      s_part[warp] = v;
+    __syncthreads();
+    if (tid < GLM_RT_EXPERTS_PER_ROUND && eb + tid < e1) {
+      float sum = 0.f;
+#pragma unroll
+      for (int q = 0; q < GLM_RT_PARTS; ++q)
+        sum += s_part[tid * GLM_RT_PARTS + q];
+      lg[eb + tid] = sum;
+      logits[t * GLM_EXPERTS + eb + tid] = sum;
     }
+    __syncthreads(); // s_part is rewritten next round
   }
   if (splits > 1) {
     __threadfence(); // this CTA's logits are visible device-wide before the count

@@ -14,8 +14,8 @@ using glm5rt::StatusCode;
 namespace {
 
 constexpr uint32_t kF32 = 0, kBF16 = 30;
-constexpr int64_t kStaticSmem = 16; // moe_router's flag (and alignment slack)
-constexpr int kRouterWarps = glm5rt::launch::kMoeRouterWarps;
+constexpr int64_t kStaticSmem = 64; // moe_router's flag and per-part sums (and alignment slack)
+constexpr int kRouterWarps = 8; // moe_experts.cuh GLM_RT_THREADS / 32
 constexpr int64_t kMaxExperts = 4096; // moe_group's shared-memory counts
 // The templates' tiles (moe_experts.cuh): bf16 mma 64 x 128 x 64, f32 SIMT 64 x 64 x 32.
 constexpr int kTileM = 64;

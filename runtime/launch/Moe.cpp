@@ -13,8 +13,9 @@ MoeRouterGrid moeRouterGrid(const MoeRouterParams &p, int smCount, int64_t T) {
   l.logitsBytes = T * p.experts * 4;
   if (T <= 0)
     return l;
-  // ~2 waves, at least kMoeRouterWarps experts per CTA; then no CTA without experts.
-  const int64_t maxSplits = (p.experts + kMoeRouterWarps - 1) / kMoeRouterWarps;
+  // ~2 waves, at least one round of experts per CTA; then no CTA without experts.
+  const int64_t maxSplits =
+      (p.experts + kMoeRouterExpertsPerRound - 1) / kMoeRouterExpertsPerRound;
   const int64_t want = (2 * int64_t(smCount) + T - 1) / T;
   int64_t splits = std::clamp<int64_t>(want, 1, maxSplits);
   const int64_t per = (p.experts + splits - 1) / splits;

@@ -11,8 +11,9 @@
 
 namespace glm5rt::launch {
 
-// Experts one router warp scores; a router CTA has this many warps.
-inline constexpr int kMoeRouterWarps = 8;
+// Experts a router CTA scores at a time (moe_experts.cuh GLM_RT_EXPERTS_PER_ROUND: 8 warps, 4
+// per expert): the fewest a split gets.
+inline constexpr int kMoeRouterExpertsPerRound = 2;
 
 // Plan keys in brackets.
 struct MoeRouterParams {
@@ -30,7 +31,8 @@ struct MoeRouterGrid {
   int64_t counters = 0;    // splits > 1: uint32 [T], zeroed once before the first launch
 };
 
-// Splits sized for ~2 waves of the device's SMs, at least kMoeRouterWarps experts per CTA.
+// Splits sized for ~2 waves of the device's SMs, at least kMoeRouterExpertsPerRound experts per
+// CTA.
 MoeRouterGrid moeRouterGrid(const MoeRouterParams &p, int smCount, int64_t T);
 ParamList moeRouterParamList(const MoeRouterParams &p);
 StatusOr<MoeRouterParams> moeRouterParamsOf(const glm5::plan::Kernel &kernel);

@@ -191,10 +191,10 @@ TEST(Launch, MoeRouterSplitsExpertsOverCtas) {
   auto back = moeRouterParamsOf(*k.kernel);
   ASSERT_TRUE(back.isOk()) << back.status().message();
   EXPECT_EQ(back->experts, 256);
-  // One token on 188 SMs: as many splits as 8-expert groups allow (32).
+  // One token on 188 SMs: as many splits as rounds of 2 experts allow (128).
   MoeRouterGrid one = moeRouterGrid(p, 188, 1);
   EXPECT_EQ(one.gridX, 1u);
-  EXPECT_EQ(one.splits, 32);
+  EXPECT_EQ(one.splits, 128);
   EXPECT_EQ(one.counters, 1);
   EXPECT_EQ(one.logitsBytes, 256 * 4);
   // 512 tokens already fill the GPU: no split, no counters.
