@@ -79,6 +79,35 @@ struct Row {
   bool ok;
 };
 
+// `pool` random rows of K elements quantized to `type` (bytes) and their dequantized values; the
+// benchmarks tile weights from such rows and check sampled outputs against them.
+void makePool(GgmlType type, int64_t K, int64_t pool, Rng &rng, std::vector<uint8_t> &bytes,
+              std::vector<float> &values) {
+  const int64_t rowBytes = qlinearRowBytes(uint32_t(type), K);
+  bytes.assign(size_t(pool * rowBytes), 0);
+  std::vector<float> rowF(static_cast<size_t>(K));
+  for (int64_t p = 0; p < pool; ++p) {
+    for (float &v : rowF)
+      v = rng.uniform();
+    CHECK_OK(glm5rt::gguf::quantizeRow(type, rowF.data(), uint64_t(K),
+                                       bytes.data() + p * rowBytes, size_t(rowBytes)));
+  }
+  values.resize(size_t(pool * K));
+  CHECK_OK(glm5rt::host::dequantRows(
+      glm5rt::host::makeWeight(type, bytes.data(), {uint64_t(K), uint64_t(pool)}), 0,
+      uint64_t(pool), values.data()));
+}
+
+// n random bf16 activations (h) and their values (f).
+void randomX(Rng &rng, size_t n, std::vector<uint16_t> &h, std::vector<float> &f) {
+  h.resize(n);
+  f.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    h[i] = glm5rt::floatToBf16(rng.uniform());
+    f[i] = glm5rt::bf16ToFloat(h[i]);
+  }
+}
+
 // --trace: the most CTAs a traced launch records, and the stamps per CTA (qlinear.cuh).
 constexpr int kTraceCtas = 4096, kTraceSlots = 6;
 
@@ -164,18 +193,9 @@ bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const
   const std::string tname = qlinearTypeName(uint32_t(type));
   const int64_t K = grp.K, rowBytes = qlinearRowBytes(uint32_t(type), K), pool = 61;
   Rng rng{uint64_t(K) * 13 + uint32_t(type)};
-  std::vector<uint8_t> poolBytes(size_t(pool * rowBytes));
-  std::vector<float> rowF(static_cast<size_t>(K));
-  for (int64_t p = 0; p < pool; ++p) {
-    for (float &v : rowF)
-      v = rng.uniform();
-    CHECK_OK(glm5rt::gguf::quantizeRow(type, rowF.data(), uint64_t(K),
-                                       poolBytes.data() + p * rowBytes, size_t(rowBytes)));
-  }
-  std::vector<float> poolF(size_t(pool * K));
-  CHECK_OK(glm5rt::host::dequantRows(
-      glm5rt::host::makeWeight(type, poolBytes.data(), {uint64_t(K), uint64_t(pool)}), 0,
-      uint64_t(pool), poolF.data()));
+  std::vector<uint8_t> poolBytes;
+  std::vector<float> poolF;
+  makePool(type, K, pool, rng, poolBytes, poolF);
   int64_t sumN = 0;
   for (int64_t n : grp.N)
     sumN += n;
@@ -194,12 +214,9 @@ bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const
       CHECK_OK(drv.copyToDevice(w[m][size_t(s)], host.data(), host.size()));
     }
   }
-  std::vector<uint16_t> xh(static_cast<size_t>(K));
-  std::vector<float> xf(xh.size());
-  for (size_t i = 0; i < xh.size(); ++i) {
-    xh[i] = glm5rt::floatToBf16(rng.uniform());
-    xf[i] = glm5rt::bf16ToFloat(xh[i]);
-  }
+  std::vector<uint16_t> xh;
+  std::vector<float> xf;
+  randomX(rng, static_cast<size_t>(K), xh, xf);
   cu::DevicePtr dx = 0, ws = 0, cnt = 0;
   std::vector<cu::DevicePtr> dy(P);
   CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
@@ -398,14 +415,9 @@ int main(int argc, char **argv) {
         // A pool of quantized random rows, tiled over the N rows (the host checks sampled rows).
         const int64_t pool = 61;
         Rng rng{uint64_t(K) * 7919 + N + uint32_t(type)};
-        std::vector<uint8_t> poolBytes(size_t(pool * rowBytes));
-        std::vector<float> rowF(static_cast<size_t>(K));
-        for (int64_t p = 0; p < pool; ++p) {
-          for (float &v : rowF)
-            v = rng.uniform();
-          CHECK_OK(glm5rt::gguf::quantizeRow(type, rowF.data(), uint64_t(K),
-                                             poolBytes.data() + p * rowBytes, size_t(rowBytes)));
-        }
+        std::vector<uint8_t> poolBytes;
+        std::vector<float> poolF;
+        makePool(type, K, pool, rng, poolBytes, poolF);
         std::vector<uint8_t> host(static_cast<size_t>(bytes));
         for (int64_t n = 0; n < N; ++n)
           std::memcpy(host.data() + n * rowBytes, poolBytes.data() + (n % pool) * rowBytes,
@@ -416,10 +428,6 @@ int main(int argc, char **argv) {
           CHECK_OK(drv.malloc(&w[s], size_t(bytes), "weights"));
           CHECK_OK(drv.copyToDevice(w[s], host.data(), size_t(bytes)));
         }
-        std::vector<float> poolF(size_t(pool * K));
-        glm5rt::host::Weight pw =
-            glm5rt::host::makeWeight(type, poolBytes.data(), {uint64_t(K), uint64_t(pool)});
-        CHECK_OK(glm5rt::host::dequantRows(pw, 0, uint64_t(pool), poolF.data()));
 
         for (int T : tokenCounts)
           for (const std::string &mt : mvTiles) {
@@ -476,12 +484,9 @@ int main(int argc, char **argv) {
               QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K, forced);
               l.smem = static_cast<unsigned>(launchSmem);
 
-              std::vector<uint16_t> xh(size_t(T * K));
-              std::vector<float> xf(xh.size());
-              for (size_t i = 0; i < xh.size(); ++i) {
-                xh[i] = glm5rt::floatToBf16(rng.uniform());
-                xf[i] = glm5rt::bf16ToFloat(xh[i]);
-              }
+              std::vector<uint16_t> xh;
+              std::vector<float> xf;
+              randomX(rng, size_t(T * K), xh, xf);
               cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
               CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
               CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
@@ -561,12 +566,9 @@ int main(int argc, char **argv) {
                                                       cfg->entry, cfg->dynamicSmem);
           const auto g = glm5rt::launch::moeDecodeGrid(qlinearLaunchParams(*cfg), true,
                                                        sizing.smCount, 1, 1, N, K);
-          std::vector<uint16_t> xh(static_cast<size_t>(K));
-          std::vector<float> xf(xh.size());
-          for (size_t i = 0; i < xh.size(); ++i) {
-            xh[i] = glm5rt::floatToBf16(rng.uniform());
-            xf[i] = glm5rt::bf16ToFloat(xh[i]);
-          }
+          std::vector<uint16_t> xh;
+          std::vector<float> xf;
+          randomX(rng, static_cast<size_t>(K), xh, xf);
           cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
           CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
           CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));

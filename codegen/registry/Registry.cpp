@@ -256,31 +256,22 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
 // take the matrix-vector kernel, prefill the tiled one; the embedding gathers rows.
 KernelChoice qlinear(const KernelQuery &q, const Target &tiles) {
   uint32_t type = q.weightTypes.empty() ? 0 : q.weightTypes[0];
-  if (q.op == "glm.gate_up") { // decode only: glm-lower-swiglu makes it for one token
+  // The decode-only forms (one token): glm.gate_up (glm-lower-swiglu) and glm.linears
+  // (glm-fuse-linears); prefill keeps their products apart.
+  if (q.op == "glm.gate_up" || q.op == "glm.linears") {
+    const bool gu = q.op == "glm.gate_up";
+    const char *entry = gu ? "qlinear_decode_gate_up" : "qlinear_decode_multi";
     if (!q.decode) {
       KernelChoice c;
       c.family = "qlinear";
-      c.rejected.push_back({"qlinear_decode_gate_up", "takes one token (decode); prefill keeps "
-                                                      "gate, up and swiglu_mul apart"});
+      c.rejected.push_back({entry, "takes one token (decode); prefill keeps the products apart"});
       return c;
     }
-    return fromConfig("qlinear", selectGateUp(tiles, type, dim(q, "in", 0), dim(q, "out", 0),
-                                              q.actF32),
-                      qlinearSource, {"qlinear_decode_gate_up"}, +[](const QLinearConfig &c) {
-                        return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
-                      });
-  }
-  if (q.op == "glm.linears") { // decode only: glm-fuse-linears makes it for one token
-    if (!q.decode) {
-      KernelChoice c;
-      c.family = "qlinear";
-      c.rejected.push_back({"qlinear_decode_multi", "takes one token (decode); prefill keeps "
-                                                    "one glm.linear per product"});
-      return c;
-    }
-    return fromConfig("qlinear", selectLinears(tiles, type, dim(q, "in", 0), dim(q, "out", 0), 1,
-                                               q.actF32),
-                      qlinearSource, {"qlinear_decode_multi"}, +[](const QLinearConfig &c) {
+    const int64_t K = dim(q, "in", 0), N = dim(q, "out", 0);
+    return fromConfig("qlinear",
+                      gu ? selectGateUp(tiles, type, K, N, q.actF32)
+                         : selectLinears(tiles, type, K, N, 1, q.actF32),
+                      qlinearSource, {entry}, +[](const QLinearConfig &c) {
                         return glm5rt::launch::qlinearParamList(qlinearLaunchParams(c));
                       });
   }
