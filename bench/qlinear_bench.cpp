@@ -189,7 +189,8 @@ const LinearsGroup kLinearsGroups[] = {{"q_a+kv_a+idx_k", 6144, {2048, 576, 128}
 // of 16 sampled rows per product); returns false if the check fails.
 bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const Target &tiles,
                  const Target &sizing, const std::string &codeArch, const std::string &defines,
-                 GgmlType type, const LinearsGroup &grp, int reps, bool pdl, std::vector<Row> &rows) {
+                 GgmlType type, const LinearsGroup &grp, int reps, bool pdl,
+                 std::vector<Row> &rows) {
   const std::string tname = qlinearTypeName(uint32_t(type));
   const int64_t K = grp.K, rowBytes = qlinearRowBytes(uint32_t(type), K), pool = 61;
   Rng rng{uint64_t(K) * 13 + uint32_t(type)};
@@ -227,7 +228,8 @@ bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const
   CHECK_OK(cfg.status());
   cu::Function fn =
       glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tiles.name,
-                                defines + qlinearSource(*cfg), codeArch, cfg->entry, cfg->dynamicSmem);
+                                defines + qlinearSource(*cfg), codeArch, cfg->entry,
+                                cfg->dynamicSmem);
   const auto g = glm5rt::launch::qlinearMultiGrid(qlinearLaunchParams(*cfg), sizing.smCount, 1,
                                                   grp.N, K);
   // The separate products: each one's registry kernel and launch.

@@ -188,7 +188,8 @@ extern "C" __global__ void __launch_bounds__(GLM_RT_THREADS, 2)
   __syncthreads();
   __shared__ float s_part[GLM_RT_WARPS];
   const int part = warp % GLM_RT_PARTS, slot = warp / GLM_RT_PARTS;
-  const int c0 = part * GLM_RT_CHUNKS / GLM_RT_PARTS, c1 = (part + 1) * GLM_RT_CHUNKS / GLM_RT_PARTS;
+  const int c0 = part * GLM_RT_CHUNKS / GLM_RT_PARTS;
+  const int c1 = (part + 1) * GLM_RT_CHUNKS / GLM_RT_PARTS;
   for (int eb = e0; eb < e1; eb += GLM_RT_EXPERTS_PER_ROUND) { // uniform: every warp, every round
     const int e = eb + slot;
     const float v =

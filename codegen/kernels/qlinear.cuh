@@ -43,7 +43,7 @@
 #include "dequant.cuh"
 
 #ifndef GLM_QL_KIND
-#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode, 5 gate/up, 6 multi)"
+#error "GLM_QL_KIND must be defined (0 decode, 1 prefill, 2 embed, 3/4 MoE decode, 5, 6)"
 #endif
 
 // Decode phase trace (profiling only, glm5c-bench-qlinear --trace; GLM_QL_TRACE = the most CTAs

@@ -371,8 +371,8 @@ std::vector<std::pair<std::string, bool>> registryOps() {
           {"glm.rope_cache_append", true}, {"glm.cache_read", false},
           {"glm.indexer_score", true},  {"glm.topk", true},         {"glm.attention", false},
           {"glm.moe_gate", false},      {"glm.moe_router", true},   {"glm.moe_experts", true},
-          {"glm.swiglu", false},        {"glm.add", true}, {"glm.swiglu_mul", true},           {"glm.gate_up", true},
-          {"glm.linears", true},        {"glm.logits", true}};
+          {"glm.swiglu", false},        {"glm.add", true},          {"glm.swiglu_mul", true},
+          {"glm.gate_up", true},        {"glm.linears", true},      {"glm.logits", true}};
 }
 
 KernelChoice selectKernel(const KernelQuery &q, const Target &tiles) {
