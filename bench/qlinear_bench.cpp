@@ -230,7 +230,7 @@ bool timeLinears(cu::Driver &drv, NvrtcCompiler &nvrtc, cu::Stream stream, const
       glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tiles.name,
                                 defines + qlinearSource(*cfg), codeArch, cfg->entry,
                                 cfg->dynamicSmem);
-  const auto g = glm5rt::launch::qlinearMultiGrid(qlinearLaunchParams(*cfg), sizing.smCount, 1,
+  const auto g = glm5rt::launch::qlinearMultiGrid(qlinearLaunchParams(*cfg), sizing.smCount,
                                                   grp.N, K);
   // The separate products: each one's registry kernel and launch.
   std::vector<cu::Function> one(P);

@@ -476,7 +476,7 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       a.n[i] = static_cast<int32_t>(N.back());
     }
     int K = static_cast<int>(elems(in(0)));
-    launch::QLinearGrid g = launch::qlinearMultiGrid(lp, sm, T, N, K);
+    launch::QLinearGrid g = launch::qlinearMultiGrid(lp, sm, N, K);
     grow(needs_.splitWs, g.workspaceBytes);
     grow(needs_.splitCounters, g.counters * 4);
     DevicePtr x = ptr(in(0)), ws = splitWs_, ctr = splitCounters_;

@@ -77,9 +77,8 @@ QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t 
   return decodeGrid(p, smCount, (N + p.rowsPerCta - 1) / p.rowsPerCta, N, K, forceSplits, l);
 }
 
-QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, int64_t T,
-                             const std::vector<int64_t> &N, int64_t K, int64_t forceSplits) {
-  (void)T; // decode: the compiled token count sizes the partials
+QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, const std::vector<int64_t> &N,
+                             int64_t K, int64_t forceSplits) {
   QLinearGrid l;
   l.threads = static_cast<unsigned>(p.threads);
   l.smem = static_cast<unsigned>(p.dynamicSmem);

@@ -48,11 +48,11 @@ int64_t qlinearSplits(const QLinearParams &p, int smCount, int64_t tiles, int64_
 QLinearGrid qlinearGrid(const QLinearParams &p, int smCount, int64_t T, int64_t N, int64_t K,
                         int64_t forceSplits = 0);
 
-// glm.linears (qlinear.cuh kind 6, decode): products m < N.size() (2..4) of x [T, K] with
-// weights {K, N[m]}, each one's row tiles consecutive in x, split as one product of all the
-// tiles; workspaceBytes holds every product's partials.
-QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, int64_t T,
-                             const std::vector<int64_t> &N, int64_t K, int64_t forceSplits = 0);
+// glm.linears (qlinear.cuh kind 6, decode: p.tokens tokens): products m < N.size() (2..4) of x
+// [T, K] with weights {K, N[m]}, each one's row tiles consecutive in x, split as one product of
+// all the tiles; workspaceBytes holds every product's partials.
+QLinearGrid qlinearMultiGrid(const QLinearParams &p, int smCount, const std::vector<int64_t> &N,
+                             int64_t K, int64_t forceSplits = 0);
 
 // qlinear_decode_multi's first argument: product m's weight and output (as device addresses)
 // and its N, unused slots zero. The kernel's `glm_ql_multi` has this layout.

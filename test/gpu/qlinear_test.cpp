@@ -428,8 +428,8 @@ GPU_TEST(qlinear_decode_multi) {
           }
           const glm5rt::launch::QLinearParams lp = qlinearLaunchParams(cfg);
           for (int forced : {0, 2, 3}) {
-            const auto g = glm5rt::launch::qlinearMultiGrid(lp, ctx.tiles.smCount, T, Ns, K,
-                                                            forced);
+            const auto g =
+                glm5rt::launch::qlinearMultiGrid(lp, ctx.tiles.smCount, Ns, K, forced);
             cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(g.workspaceBytes, 4)));
             cu::DevicePtr cnt =
                 ctx.upload(std::vector<uint32_t>(size_t(std::max<int64_t>(g.counters, 1)), 0));
