@@ -12,7 +12,8 @@
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
 // W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith), W:S:KC:X with X
-// 0 or 1 forcing bf16 or fp16 x (GLM_MV_XF16) instead of the registry's rule; `fp32` is the
+// 0, 1 or 2 forcing bf16, fp16 or int8 x (GLM_MV_XF16, GLM_MV_XI8) instead of the registry's
+// rules; `reg:X` the registry's tiles for x form X (qlinearDecodeXForm); `fp32` is the
 // fp32 path's kernel (qlinearDecodeFp32) where the registry takes the mma path.
 // --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
 // --sm120-occupancy pads each launch's shared memory so that this device's SM holds as many CTAs
@@ -440,12 +441,21 @@ int main(int argc, char **argv) {
                 continue; // the registry's own choice: timed under "reg"
               cfg = qlinearDecodeFp32(*tiles, uint32_t(type), K, N, T);
               CHECK_OK(cfg.status());
+            } else if (mt.size() == 5 && mt.compare(0, 4, "reg:") == 0) {
+              const bool regMma = cfg->mma;
+              cfg = qlinearDecodeXForm(*tiles, uint32_t(type), K, N, T, mt[4] - '0');
+              if (!cfg.isOk() && !regMma)
+                continue;
+              if (!cfg.isOk()) {
+                std::printf("  skipped: %s\n", cfg.status().message().c_str());
+                continue;
+              }
             } else if (mt != "reg") {
               int wv = 0, sv = 0, xv = -1;
               long long kv = 0;
               const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
-              if (got < 3 || (got == 4 && xv != 0 && xv != 1)) {
-                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, fp32, W:S:KC or W:S:KC:X\n",
+              if (got < 3 || (got == 4 && (xv < 0 || xv > 2))) {
+                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, reg:X, fp32, W:S:KC or W:S:KC:X\n",
                              mt.c_str());
                 return 2;
               }

@@ -114,6 +114,16 @@ __device__ __forceinline__ void glm_mma_bf16_16816(float (&d)[4], const uint32_t
                                                    uint32_t b0, uint32_t b1) {
   glm_mma_16816<false>(d, a, b0, b1);
 }
+// D = A(16x32, row, unsigned bytes) * B(32x8, col, signed bytes), s32, no accumulator input
+// (sm_80+, SM120 included). Fragments as m16n8k16's with four bytes per register: a0 row g,
+// k 4t..4t+3; a1 row g + 8; a2, a3 the same at k + 16; b0 k 4t..4t+3 of column g, b1 k + 16.
+__device__ __forceinline__ void glm_mma_u8s8_16832(int (&d)[4], const uint32_t (&a)[4],
+                                                   uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
 
 // 16-byte global->shared copy; src_bytes 0 zero-fills (masked rows are never read from memory).
 // One k-tile of the 64 x 128 products (qlinear_prefill, the MoE expert tiles): 8 warps in a

@@ -51,6 +51,11 @@ typedef unsigned char glm_u8;
 #ifndef GLM_MV_XF16
 #define GLM_MV_XF16 0
 #endif
+// GLM_MV_XI8: the mma decode step takes x as int8 (glm_mv_step_i8). The registry sets it for
+// Q4_K and Q5_K above four tokens (QLinearConfig::xi8, its rule qlinearXi8).
+#ifndef GLM_MV_XI8
+#define GLM_MV_XI8 0
+#endif
 
 // GLM_QK: elements per block; GLM_QBYTES: bytes per block (plain types: a 32-element "block").
 // GLM_MV_MMA: the mma decode step exists. GLM_MV_P8: its element ownership is P8 (else P4).
@@ -122,12 +127,15 @@ typedef unsigned char glm_u8;
 #else
 #define GLM_MV_OFFSET_MMA 0
 #endif
-#if defined(GLM_TOKENS) && GLM_TOKENS > 4 && GLM_XSUM_GRAN != 0 && !GLM_MV_OFFSET_MMA
+#if defined(GLM_TOKENS) && GLM_TOKENS > 4 && GLM_XSUM_GRAN != 0 && !GLM_MV_OFFSET_MMA &&       \
+    !GLM_MV_XI8
 #define GLM_MV_XSUM_MMA 1
 #else
 #define GLM_MV_XSUM_MMA 0
 #endif
-#define GLM_XSUM_STAGED (GLM_XSUM_GRAN != 0 && !GLM_MV_XSUM_MMA && !GLM_MV_OFFSET_MMA)
+// (int8 x stages sums of its own: glm_mv_step_i8.)
+#define GLM_XSUM_STAGED                                                                          \
+  (GLM_XSUM_GRAN != 0 && !GLM_MV_XSUM_MMA && !GLM_MV_OFFSET_MMA && !GLM_MV_XI8)
 
 // The mma decode step: 256 elements of a row (one K-quant block, eight 32-element blocks).
 #define GLM_MV_STEP 256
@@ -858,5 +866,99 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
   }
 #endif
 }
+
+
+#if GLM_MV_XI8
+// ---------------------------------------------------------------------------------------------
+// glm_mv_step_i8: the Q4_K / Q5_K step with int8 x, on the tensor core. x is quantized per token
+// and 32-element sub-block, as llama.cpp's q8_1 (glm_stage_x8, qlinear.cuh): q = round(x / dx),
+// dx = max |x| / 127 over the sub-block, so one large value costs resolution only in its own 32.
+// A sub-block j's quants are 0..15 (Q5_K 0..31) bytes, and
+//   sum_k (d sc_j q_k - dmin m_j) x_k = d sum_j sc_j dx_j I_j - dmin sum_j m_j s_j,
+// I_j = sum_k q_k xq_k (one u8 x s8 mma.m16n8k32 per sub-block, exact in s32: |I_j| < 2^17),
+// s_j = dx_j sum_k xq_k, the sub-block's sum of the quantized x. sum_j m_j s_j is one bf16 mma
+// per step: A (m_j, m_j), exact; B s_j as the bf16 pair (hi, s_j - hi), 16 significant bits.
+// Against the bf16 step (Q4_K, eight tokens, ~480 warp instructions) a sub-block takes one mma
+// instead of four, its quants one or two logic instructions per register instead of a
+// conversion per pair, and no x sums. What x loses: int8 per 32 elements, about 0.4% of a
+// product's norm on random data.
+// The staged values of one step: xq, token rows `xrow` bytes apart, in element order; xd
+// [8 sub-blocks][8 tokens] the dx_j; xm [8 tokens][8 sub-blocks] the s_j as bf16 pairs.
+#define GLM_XI8_STEP_WORDS 128 // xd's 64 floats and xm's 64 words
+static_assert((GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K) && GLM_TOKENS >= 2 &&
+                  !GLM_MV_XF16,
+              "int8 x: the Q4_K and Q5_K steps, at two tokens or more");
+__device__ __forceinline__ void glm_mv_step_i8(const glm_u8 *ra, const glm_u8 *rb,
+                                               const glm_u8 *xq, int xrow, const float *xd,
+                                               const uint32_t *xm, int g, int t,
+                                               float (&acc)[4]) {
+  const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
+  const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
+#if GLM_WTYPE == GLM_T_Q5_K
+  const uint2 qha = glm_lds8(ra + 16 + 8 * t), qhb = glm_lds8(rb + 16 + 8 * t);
+  constexpr int kQs = 48;
+#else
+  constexpr int kQs = 16;
+#endif
+  // B column g is token g (zeros past the tokens). Thread t's k 4t..4t+3 and 16 + 4t.. of a
+  // sub-block are its elements 8t..8t+3 and 8t+4..8t+7: the quant bytes it loads, and x's.
+  const bool tok = g < GLM_TOKENS;
+  const glm_u8 *xg = xq + g * xrow + 8 * t;
+  float sd[4] = {0.f, 0.f, 0.f, 0.f}; // sum_j sc_j dx_j I_j: rows g, g + 8 x tokens 2t, 2t + 1
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    // Bytes 8t..8t+7 of chunk c: low nibbles sub-block 2c, high ones 2c + 1.
+    const uint2 qa = glm_lds8(ra + kQs + 32 * c + 8 * t);
+    const uint2 qb = glm_lds8(rb + kQs + 32 * c + 8 * t);
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int j = 2 * c + hi;
+      uint32_t a[4] = {(qa.x >> (4 * hi)) & 0x0F0F0F0Fu, (qb.x >> (4 * hi)) & 0x0F0F0F0Fu,
+                       (qa.y >> (4 * hi)) & 0x0F0F0F0Fu, (qb.y >> (4 * hi)) & 0x0F0F0F0Fu};
+#if GLM_WTYPE == GLM_T_Q5_K
+      // Fifth bit: bit j of qh byte l (l the byte's place in its chunk) to bit 4 of byte l.
+      auto put = [&](uint32_t a0, uint32_t q) {
+        return glm_or_and<0x10101010u>(a0, j <= 4 ? q << (4 - j) : q >> (j - 4));
+      };
+      a[0] = put(a[0], qha.x);
+      a[1] = put(a[1], qhb.x);
+      a[2] = put(a[2], qha.y);
+      a[3] = put(a[3], qhb.y);
+#endif
+      const uint2 b = tok ? glm_lds8(xg + 32 * j) : make_uint2(0u, 0u);
+      int D[4];
+      glm_mma_u8s8_16832(D, a, b.x, b.y);
+      // Columns past the tokens scale by stale dx: their results are never emitted.
+      const float2 dx = *reinterpret_cast<const float2 *>(xd + 8 * j + 2 * t);
+      const float sca = glm_byte_f32(j < 4 ? sa.sc_lo : sa.sc_hi, j % 4);
+      const float scb = glm_byte_f32(j < 4 ? sb.sc_lo : sb.sc_hi, j % 4);
+      sd[0] = fmaf(sca * dx.x, static_cast<float>(D[0]), sd[0]);
+      sd[1] = fmaf(sca * dx.y, static_cast<float>(D[1]), sd[1]);
+      sd[2] = fmaf(scb * dx.x, static_cast<float>(D[2]), sd[2]);
+      sd[3] = fmaf(scb * dx.y, static_cast<float>(D[3]), sd[3]);
+    }
+  }
+  // The mins: A's k (2t, 2t + 1) is sub-block t's pair, (2t + 8, 2t + 9) sub-block t + 4's;
+  // (m, m) as bf16 from the byte under 128's exponent (128 + m, exact) less 128.
+  const uint32_t sel = 0x4040u + 0x101u * static_cast<uint32_t>(t); // bytes (t, 0, t, 0)
+  auto mpair = [sel](uint32_t w) {
+    uint32_t h;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+        : "=r"(h)
+        : "r"(__byte_perm(w, 0u, sel) | 0x43004300u), "r"(0x3F803F80u), "r"(0xC300C300u));
+    return h;
+  };
+  const uint32_t am[4] = {mpair(sa.mn_lo), mpair(sb.mn_lo), mpair(sa.mn_hi), mpair(sb.mn_hi)};
+  const uint32_t bm0 = tok ? xm[8 * g + t] : 0u, bm1 = tok ? xm[8 * g + t + 4] : 0u;
+  float dm[4] = {0.f, 0.f, 0.f, 0.f};
+  glm_mma_16816<false>(dm, am, bm0, bm1);
+  const float d_a = glm_half_f32(ha.x), m_a = glm_half_f32(ha.x >> 16);
+  const float d_b = glm_half_f32(hb.x), m_b = glm_half_f32(hb.x >> 16);
+  acc[0] = fmaf(d_a, sd[0], fmaf(-m_a, dm[0], acc[0]));
+  acc[1] = fmaf(d_a, sd[1], fmaf(-m_a, dm[1], acc[1]));
+  acc[2] = fmaf(d_b, sd[2], fmaf(-m_b, dm[2], acc[2]));
+  acc[3] = fmaf(d_b, sd[3], fmaf(-m_b, dm[3], acc[3]));
+}
+#endif // GLM_MV_XI8
 
 #endif // GLM_MV_MMA && !GLM_ACT_F32 && defined(GLM_TOKENS)

@@ -92,6 +92,7 @@ __device__ __forceinline__ void glm_ql_stamp_sm() {}
 #endif
 
 #define GLM_THREADS (GLM_WARPS * 32)
+
 static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
 static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps");
 
@@ -138,12 +139,22 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_SLOT_CHUNKS ((GLM_SLOT - GLM_MV_SLOT_PAD) / 16) // the cover's chunks (copied)
 #if GLM_XSUM_STAGED // x sums staged with x (dequant.cuh)
 #define GLM_XSUM_BYTES (GLM_KC / GLM_XSUM_GRAN * 8 * 4)
+#elif GLM_MV_XI8 // each step's dx and sub-block sums (dequant.cuh glm_mv_step_i8)
+#define GLM_XSUM_BYTES (GLM_SPC * GLM_XI8_STEP_WORDS * 4)
 #else
 #define GLM_XSUM_BYTES 0
 #endif
 // One token (GLM_MV_COLS, dequant.cuh): a row of zeros follows x, for the B columns of the
 // other scale groups.
 #define GLM_XS_ROWS (GLM_TOKENS + (GLM_MV_COLS ? 1 : 0))
+// int8 x (GLM_MV_XI8): token rows of GLM_KC bytes plus 32 (a row stride of 8 words mod 32: the
+// four rows a half-warp's 8-byte fragment loads touch fall in distinct banks).
+#define GLM_XROW8 (GLM_KC + 32)
+#if GLM_MV_XI8
+#define GLM_XS_BYTES (GLM_TOKENS * GLM_XROW8)
+#else
+#define GLM_XS_BYTES (GLM_XS_ROWS * GLM_XROW * 2)
+#endif
 // BF16 and F16 weights with more than four tokens: x chunk c + 1 is copied as it is (cp.async,
 // [token][GLM_KC] bf16) while chunk c is multiplied, and staged from there: the staging's x
 // loads are then shared-memory loads, not an L2 round trip that every warp of the CTA waited out
@@ -154,7 +165,7 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_XRAW_BYTES (GLM_MV_XPREFETCH ? GLM_TOKENS * GLM_KC * 2 : 0)
 // Dynamic shared memory layout, in bytes (the registry computes the same total).
 #define GLM_SMEM_XS 0
-#define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_XS_ROWS * GLM_XROW * 2)
+#define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_XS_BYTES)
 #define GLM_SMEM_XRAW (GLM_SMEM_XSUM + GLM_XSUM_BYTES)
 #define GLM_SMEM_RING (GLM_SMEM_XRAW + GLM_XRAW_BYTES)
 #define GLM_SMEM_BYTES (GLM_SMEM_RING + GLM_WARPS * GLM_STAGES * 16 * GLM_SLOT)
@@ -335,6 +346,100 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ src0, i
   }
   return xmax;
 }
+#if GLM_MV_XI8
+// int8 x for glm_mv_step_i8 (dequant.cuh), a unit (8 elements of one token, 16 bytes of bf16) at
+// a time. A sub-block (32 elements) is four consecutive units in four consecutive lanes, so its
+// max |x| and its sum are two shuffles each; every lane of the warp must call. q rounds to
+// nearest (even) in one FMA: x / dx + 1.5 * 2^23 has q in its low byte. Out: the unit's q bytes,
+// and (meaningful in the sub-block's first lane) its dx and s = dx * sum q as the bf16 pair
+// (hi, s - hi).
+struct glm_x8_unit {
+  uint2 q;
+  float dx;
+  uint32_t s;
+};
+__device__ __forceinline__ glm_x8_unit glm_x8_quantize(uint4 v) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  float f[8], m = 0.f;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    f[2 * q] = __uint_as_float(w[q] << 16);
+    f[2 * q + 1] = __uint_as_float(w[q] & 0xFFFF0000u);
+    m = fmaxf(m, fmaxf(fabsf(f[2 * q]), fabsf(f[2 * q + 1])));
+  }
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+  // |x inv| <= 127. The floor keeps inv finite (an all-zero sub-block gives zeros); past 2^126
+  // __fdividef gives 0, i.e. zeros for a sub-block holding such values.
+  m = fmaxf(m, 1e-30f);
+  const float inv = __fdividef(127.f, m);
+  uint32_t r[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    r[e] = __float_as_uint(fmaf(f[e], inv, 12582912.f));
+  glm_x8_unit u;
+  u.q.x = __byte_perm(__byte_perm(r[0], r[1], 0x0040), __byte_perm(r[2], r[3], 0x0040), 0x5410);
+  u.q.y = __byte_perm(__byte_perm(r[4], r[5], 0x0040), __byte_perm(r[6], r[7], 0x0040), 0x5410);
+  int sum = __dp4a(static_cast<int>(u.q.x), 0x01010101,
+                   __dp4a(static_cast<int>(u.q.y), 0x01010101, 0));
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  u.dx = m * (1.f / 127.f);
+  const float sx = u.dx * static_cast<float>(sum);
+  const float sh = glm_bf16_to_f32(glm_f32_to_bf16(sx));
+  u.s = glm_pack_bf16x2(sh, sx - sh);
+  return u;
+}
+// Where unit u of token `tok` (u counted from the chunk's first element) puts its values: xq at
+// tok * xrow + 8 u bytes; dx and s of its sub-block (u / 4 % 8 of step u / 32) at xd
+// [step][sub-block][8 tokens] and xm [step][8 tokens][sub-block].
+__device__ __forceinline__ void glm_x8_store(const glm_x8_unit &q, unsigned u, int tok, int xrow,
+                                             glm_u8 *xq, float *xd, uint32_t *xm) {
+  *reinterpret_cast<uint2 *>(xq + tok * xrow + 8 * u) = q.q;
+  if (u % 4 == 0) {
+    const unsigned step = u / 32, sb = u / 4 % 8;
+    xd[step * 64 + sb * 8 + tok] = q.dx;
+    xm[step * 64 + tok * 8 + sb] = q.s;
+  }
+}
+// The chunk staging with int8 x: the same units per thread as glm_stage_x (a warp's units are
+// consecutive from a multiple of 32, tok0 warp-uniform). A thread's loads (up to eight) go out
+// together: the staging sits between two CTA barriers, where one L2 round trip per load pair
+// cost the eight-token head 20%. Units at or past kc are skipped (their lanes still shuffle).
+constexpr int kXTokIters = (GLM_TOKENS + kXTokStride - 1) / kXTokStride;
+constexpr int kXUnitsPerThread = kXTokIters * kXInner;
+constexpr int kXLoadBatch = kXUnitsPerThread < 8 ? kXUnitsPerThread : 8;
+__device__ __forceinline__ void glm_stage_x8(const glm_act *__restrict__ src0, int row,
+                                             glm_u8 *xq, float *xd, uint32_t *xm, int kc) {
+  const glm_xstage st = glm_xstage_of(row);
+  const unsigned units = static_cast<unsigned>(kc) / 8;
+  const glm_act *src = src0 + st.src;
+#pragma unroll
+  for (int i0 = 0; i0 < kXUnitsPerThread; i0 += kXLoadBatch) {
+    uint4 v[kXLoadBatch];
+#pragma unroll
+    for (int b = 0; b < kXLoadBatch; ++b) {
+      const int i = i0 + b, ti = i / kXInner, j = i % kXInner; // token iteration, unit
+      const int tok = st.tok0 + ti * kXTokStride;               // warp-uniform
+      v[b] = i < kXUnitsPerThread && tok < GLM_TOKENS && st.u0 + GLM_THREADS * j < units
+                 ? *reinterpret_cast<const uint4 *>(src + ti * kXTokStride * row +
+                                                    8 * GLM_THREADS * j)
+                 : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int b = 0; b < kXLoadBatch; ++b) {
+      const int i = i0 + b, ti = i / kXInner, j = i % kXInner;
+      const int tok = st.tok0 + ti * kXTokStride;
+      if (i >= kXUnitsPerThread || tok >= GLM_TOKENS) // compile-time, then warp-uniform
+        break;
+      const unsigned u = st.u0 + GLM_THREADS * j;
+      const glm_x8_unit q = glm_x8_quantize(v[b]);
+      if (u < units)
+        glm_x8_store(q, u, tok, GLM_XROW8, xq, xd, xm);
+    }
+  }
+}
+#endif // GLM_MV_XI8
 // GLM_MV_XPREFETCH: cp.async of x[:, k0 .. k0 + kc) into raw ([token][GLM_KC]), the same units per
 // thread as the staging (the caller commits them with a step's weights). Through L1 (.ca): every
 // CTA on an SM copies the same chunk.
@@ -417,6 +522,11 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   __shared__ unsigned s_xmax; // the largest |x| of the chunks that needed a scale, as bits
   if (tid == 0)
     s_xmax = 0u; // published by the first chunk's barrier
+#endif
+#if GLM_MV_XI8
+  glm_u8 *xq8 = smem + GLM_SMEM_XS;                                   // int8 x
+  float *xd8 = reinterpret_cast<float *>(xq8 + GLM_XS_BYTES);       // [step][8][8] dx_j
+  uint32_t *xm8 = reinterpret_cast<uint32_t *>(xd8 + GLM_SPC * 64); // [step][8][8] s_j
 #endif
 #if GLM_MV_COLS
   for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS)  // the zero row (the first chunk's
@@ -575,6 +685,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
       } else {
         rescale(1.f);
       }
+#elif GLM_MV_XI8
+      glm_stage_x8(xsrc, xstride, xq8, xd8, xm8, kc);
+      __syncthreads();
 #else
       glm_stage_x(xsrc, xstride, xs, xsum, kc);
       __syncthreads();
@@ -606,7 +719,13 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #else
     const float *xsum_step = xsum;
 #endif
+#if GLM_MV_XI8
+    (void)xsum_step;
+    glm_mv_step_i8(ra, rb, xq8 + e, GLM_XROW8, xd8 + e / GLM_MV_STEP * 64,
+                   xm8 + e / GLM_MV_STEP * 64, g, t, acc);
+#else
     glm_mv_step(ra, rb, xs + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
+#endif
     __syncwarp(); // the slot may be refilled
   }
   glm_cp_async_wait<0>();

@@ -66,7 +66,7 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ5_K = 13; // ggml type ids
+constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13; // ggml type ids
 // Bytes from which BF16 and F16 decode products of one or two tokens take the fp32 path
 // (selectImpl).
 constexpr int64_t kPlain16Fp32Bytes = int64_t(128) << 20;
@@ -102,9 +102,9 @@ bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
 }
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
-void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, int warps,
-                int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K, int64_t N,
-                int64_t launchBytes) {
+void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, bool xi8,
+                int warps, int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K,
+                int64_t N, int64_t launchBytes) {
   cfg.rows16 = decodeRows16(mma, ti, K);
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
@@ -115,8 +115,9 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   cfg.l2Prefetch = mma && bytes >= kPrefetchBytes ? 128 : 0;
   cfg.l1Copies = mma && plain16(ti);
   cfg.xf16 = mma && xf16;
+  cfg.xi8 = mma && xi8;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
+                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "");
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = warps * 32;
@@ -146,8 +147,12 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
          (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
+bool qlinearXi8(uint32_t type, int tokens) {
+  return (type == kQ4_K || type == kQ5_K) && tokens >= 2 && tokens <= 4;
+}
+
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16, bool rows16) {
+                          bool xf16, bool rows16, bool xi8) {
   const TypeInfo *t = findType(type);
   if (!t)
     return 0;
@@ -160,6 +165,9 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   // One token of a type with scale groups other than Q8_0 (type 8): a zero row after x
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
+  const int64_t ring = int64_t(warps) * stages * 16 * slot;
+  if (xi8) // int8 rows of kChunk + 32 bytes; per step 64 scales and 64 sums (GLM_XI8_STEP_WORDS)
+    return int64_t(tokens) * (kChunk + 32) + int64_t(kChunk) / kStep * 512 + ring;
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
   // Q8_0's fp16 quants fold their offset with x sums, which its bf16 step has none of. Up to four
   // tokens stage them; with more the tensor core takes them (GLM_MV_XSUM_MMA, _OFFSET_MMA).
@@ -167,15 +175,15 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   const int64_t xsum = gran && tokens <= 4 ? int64_t(kChunk) / gran * 8 * 4 : 0;
   // BF16 and F16 with more than four tokens: the next x chunk's copy (GLM_XRAW_BYTES).
   const int64_t xraw = plain16(*t) && tokens > 4 ? int64_t(tokens) * kChunk * 2 : 0;
-  return xs + xsum + xraw + int64_t(warps) * stages * 16 * slot;
+  return xs + xsum + xraw + ring;
 }
 
 namespace {
 // selectQLinear, and with fp32Path the decode tiles of the fp32 path whatever the type
-// (qlinearDecodeFp32).
+// (qlinearDecodeFp32); xform >= 0 forces the mma decode's x form (qlinearDecodeWith's values).
 glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, int64_t K,
                                            int64_t N, int tokens, bool actF32,
-                                           int64_t launchBytes, bool fp32Path) {
+                                           int64_t launchBytes, bool fp32Path, int xform = -1) {
   const TypeInfo *ti = findType(type);
   const std::string act = actF32 ? "f32" : "bf16";
   if (!ti)
@@ -303,14 +311,15 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   const Pass *passes = !mma ? fp32Passes : tokens > 4 ? manyPasses : mmaPasses;
   const int npasses = !mma || tokens <= 4 ? 3 : 5;
   const bool rows16 = decodeRows16(mma, *ti, K);
-  const bool xf16 = mma && qlinearXf16(type, tokens, rows16);
+  const bool xf16 = mma && (xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1);
+  const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens) : xform == 2);
   for (int pass = 0; pass < npasses; ++pass) {
     const int64_t budget = passes[pass].budget;
     const bool last = pass + 1 == npasses;
     for (const Cand &c : cands) {
       const int warps = c.warps;
       const int64_t smem =
-          qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16, rows16);
+          qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16, rows16, xi8);
       std::string name =
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
@@ -321,7 +330,8 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, xf16, warps, c.stages, c.kc, smem, *ti, K, N, launchBytes);
+      fillDecode(cfg, name, mma, xf16, xi8, warps, c.stages, c.kc, smem, *ti, K, N,
+                 launchBytes);
       return cfg;
     }
   }
@@ -387,9 +397,19 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t 
   return selectImpl(tiles, type, K, N, tokens, false, 0, true);
 }
 
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t type, int64_t K,
+                                                   int64_t N, int tokens, int xform) {
+  const TypeInfo *ti = findType(type);
+  if (ti && ((xform == 1 && ti->xf16Gran < 0) || (xform != 1 && ti->id == kF16) ||
+             (xform == 2 && ((ti->id != kQ4_K && ti->id != kQ5_K) || tokens < 2))))
+    return makeStatus(StatusCode::kInvalidArgument, "x form %d does not apply to %s at %d tokens",
+                      xform, ti->name, tokens);
+  return selectImpl(tiles, type, K, N, tokens, false, 0, false, xform);
+}
+
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
-                                                  int64_t kc, int xf16) {
+                                                  int64_t kc, int xform) {
   auto cfg = selectQLinear(tiles, type, K, N, tokens, false);
   if (!cfg.isOk())
     return cfg;
@@ -399,12 +419,18 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
   const bool rows16 = decodeRows16(true, ti, K);
-  const bool x16 = xf16 < 0 ? qlinearXf16(type, tokens, rows16) : xf16 != 0;
+  const bool x16 = xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1;
+  const bool x8 = xform < 0 ? qlinearXi8(type, tokens) : xform == 2;
   if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)",
                       cfg->variant.c_str());
-  const int64_t smem = qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16);
+  if (x8 && ((ti.id != kQ4_K && ti.id != kQ5_K) || tokens < 2))
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: int8 x is for Q4_K and Q5_K at two tokens or more",
+                      cfg->variant.c_str());
+  const int64_t smem =
+      qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16, x8);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
     return makeStatus(StatusCode::kInvalidArgument,
@@ -412,8 +438,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       "kc a multiple of %d, and %lld B shared memory within %s's %lld B",
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
-  fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, warps,
-             stages, kc, smem, ti, K, N, 0);
+  fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, x8,
+             warps, stages, kc, smem, ti, K, N, 0);
   return cfg;
 }
 
@@ -483,6 +509,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
     if (cfg.mma) {
       s += "#define GLM_STAGES " + std::to_string(cfg.stages) + "\n";
       s += "#define GLM_MV_XF16 " + std::to_string(cfg.xf16 ? 1 : 0) + "\n";
+      if (cfg.xi8)
+        s += "#define GLM_MV_XI8 1\n";
     }
     // The copies' memory path, overridable by a definition before the source (benchmarks' A/B).
     if (cfg.l2Prefetch)

@@ -45,6 +45,9 @@ struct QLinearConfig {
   // mma decode: x staged as fp16 and the quants entering the mma as fp16 (GLM_MV_XF16, "_xf16"):
   // see qlinearXf16.
   bool xf16 = false;
+  // mma decode: x staged as int8 per 256-element step and the quants entering an integer mma
+  // (GLM_MV_XI8, "_xi8"): see qlinearXi8. Never with xf16.
+  bool xi8 = false;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).
@@ -87,12 +90,18 @@ glm5rt::StatusOr<QLinearConfig> selectLinears(const Target &tiles, uint32_t type
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens);
 
+// selectQLinear's choice at bf16 activations with the mma decode's x form forced (xform as
+// qlinearDecodeWith's; benchmark A/B of the forms at the registry's own tiles for each).
+glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t type, int64_t K,
+                                                   int64_t N, int tokens, int xform);
+
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
-// xf16: -1 the registry's rule (qlinearXf16), 0 or 1 forced (Q4_K, Q5_K and Q8_0 only).
+// xform: how x enters the mma -- -1 the registry's rules (qlinearXf16, qlinearXi8), 0 bf16, 1
+// fp16 (Q4_K, Q5_K, Q8_0; F16 takes only this), 2 int8 (Q4_K, Q5_K at two tokens or more).
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
-                                                  int64_t kc, int xf16 = -1);
+                                                  int64_t kc, int xform = -1);
 
 // Whether the mma decode step of `type` at `tokens` takes x as fp16 (GLM_MV_XF16): always for F16
 // (its weights enter the mma as stored); as measured on the H200 (bench/RESULTS.md): Q5_K at one
@@ -102,6 +111,12 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
 // saves: 298.5 against 298.2 us at the head) -- at one token only with rows16 (GLM_MV_ROWS16:
 // the copy path for any row alignment spilled 4 bytes in the fp16 form at 96 registers).
 bool qlinearXf16(uint32_t type, int tokens, bool rows16);
+
+// Whether the mma decode step of `type` at `tokens` takes x as int8 (GLM_MV_XI8): Q4_K and Q5_K
+// above four tokens, where the bf16 step's nibble conversions and per-sub-block folds made the
+// kernel issue-bound (bench/RESULTS.md 2026-12-01). x loses what int8 per 256 elements keeps
+// (ggml's Q8_K for the same types on the CPU): about 0.4% of a product's norm on random data.
+bool qlinearXi8(uint32_t type, int tokens);
 
 // The embedding lookup over a table {H, V} of `type`.
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
@@ -118,9 +133,9 @@ QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int6
 
 // Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
 // xf16: the config's GLM_MV_XF16 (Q8_0 then stages x sums); rows16: its GLM_MV_ROWS16 (Q8_0's
-// and Q4_0's ring slots then hold just the step).
+// and Q4_0's ring slots then hold just the step); xi8: its GLM_MV_XI8.
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16, bool rows16);
+                          bool xf16, bool rows16, bool xi8);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string qlinearSource(const QLinearConfig &cfg);

@@ -11,6 +11,7 @@
 #include "test/gpu/gpu_test.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace glm5c::gputest;
 using namespace glm5c::codegen;
@@ -97,13 +98,7 @@ void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Fun
     report.fail("host linear " + what, st.message());
     return;
   }
-  QLinearLaunch l = qlinearLaunch(cfg, ctx.tiles, T, qw.N, qw.K);
-  if (forceOneSplit) {
-    l.gridY = 1;
-    l.splits = 1;
-    l.kPerSplit = static_cast<int>((qw.K + 255) / 256 * 256);
-    l.workspaceBytes = l.counters = 0;
-  }
+  const QLinearLaunch l = qlinearLaunch(cfg, ctx.tiles, T, qw.N, qw.K, forceOneSplit ? 1 : 0);
   cu::DevicePtr dw = ctx.upload(qw.bytes);
   cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(l.workspaceBytes, 4)));
   cu::DevicePtr cnt =
@@ -139,11 +134,11 @@ QLinearConfig kc256(QLinearConfig cfg, int T) {
   if (cfg.mma)
     cfg.stages = 2;
   cfg.l2Prefetch = cfg.mma ? 128 : 0;
-  cfg.dynamicSmem =
-      qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16, cfg.rows16);
+  cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16,
+                                      cfg.rows16, cfg.xi8);
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
                 (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "");
+                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "");
   return cfg;
 }
 
@@ -337,6 +332,49 @@ GPU_TEST(qlinear_decode_wide_x) {
       runDecode(ctx, report, cfg, fn, qw, T, false, true, what, widenX);
       runDecode(ctx, report, cfg, fn, qw, T, false, false, what, widenX);
     }
+}
+
+// Tokens of different magnitudes for int8 x, which scales per token and 32-element sub-block:
+// token t times 2^(5t); token 0's elements 256..511 zeros (their scales are 0). With K >= 4096
+// token 1 holds one value 20 times its range: its sub-block's other values keep four levels,
+// the rest of its step full resolution (estimated error 0.7e-2 of the token's norm; one scale
+// per 256 elements, as the first form had, about 1.7e-2 against the bound 1e-2).
+void spreadX(std::vector<float> &x, int64_t K) {
+  const int64_t T = int64_t(x.size()) / K;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < K; ++k)
+      x[size_t(t * K + k)] *= std::ldexp(1.f, int(5 * t));
+  std::fill(x.begin() + 256, x.begin() + 512, 0.f);
+  if (T > 1 && K >= 4096)
+    x[size_t(K + 300)] = 20.f * 32.f;
+}
+
+// int8 x (dequant.cuh GLM_MV_XI8: Q4_K and Q5_K) forced at 2, 5 and 8 tokens (the registry takes
+// it at 2-4), in the registry's tiles (K = 512) and in 256-element chunks over K = 4096 (every
+// step restages x), at one split and the registry's, each launched twice, with spreadX's tokens
+// compared one by one. The bound is bf16's: int8 per sub-block costs random data about 0.4% of
+// the norm.
+GPU_TEST(qlinear_decode_xi8) {
+  const int64_t N = 1000;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K})
+    for (int64_t K : {int64_t(512), int64_t(4096)})
+      for (int T : {2, 5, 8}) {
+        QWeight qw{type, K, N, {}};
+        Rng rng(uint32_t(type) + 500);
+        if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+          return;
+        GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
+        GPU_TRY(forced, qlinearDecodeWith(ctx.tiles, uint32_t(type), K, N, T, base.warps,
+                                          base.stages, base.kChunk, 2));
+        const QLinearConfig cfg = K > 512 ? kc256(forced, T) : forced;
+        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+        if (ctx.compileOnly)
+          continue;
+        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+        const std::string what = caseName("qlinear_decode int8 x", type, false, T, K, N);
+        runDecode(ctx, report, cfg, fn, qw, T, false, true, what, spreadX);
+        runDecode(ctx, report, cfg, fn, qw, T, false, false, what, spreadX);
+      }
 }
 
 // glm.gate_up at decode: h = silu(gate x) * (up x) of one token, gate and up {K, N} of one type,
