@@ -52,7 +52,7 @@ typedef unsigned char glm_u8;
 #define GLM_MV_XF16 0
 #endif
 // GLM_MV_XI8: the mma decode step takes x as int8 (glm_mv_step_i8). The registry sets it for
-// Q4_K and Q5_K above four tokens (QLinearConfig::xi8, its rule qlinearXi8).
+// Q4_K and Q5_K at two to four tokens (QLinearConfig::xi8, its rule qlinearXi8).
 #ifndef GLM_MV_XI8
 #define GLM_MV_XI8 0
 #endif

@@ -45,8 +45,8 @@ struct QLinearConfig {
   // mma decode: x staged as fp16 and the quants entering the mma as fp16 (GLM_MV_XF16, "_xf16"):
   // see qlinearXf16.
   bool xf16 = false;
-  // mma decode: x staged as int8 per 256-element step and the quants entering an integer mma
-  // (GLM_MV_XI8, "_xi8"): see qlinearXi8. Never with xf16.
+  // mma decode: x staged as int8 per 32-element sub-block and the quants entering an integer
+  // mma (GLM_MV_XI8, "_xi8"): see qlinearXi8. Never with xf16.
   bool xi8 = false;
 };
 
@@ -113,9 +113,10 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
 bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 
 // Whether the mma decode step of `type` at `tokens` takes x as int8 (GLM_MV_XI8): Q4_K and Q5_K
-// above four tokens, where the bf16 step's nibble conversions and per-sub-block folds made the
-// kernel issue-bound (bench/RESULTS.md 2026-12-01). x loses what int8 per 256 elements keeps
-// (ggml's Q8_K for the same types on the CPU): about 0.4% of a product's norm on random data.
+// at two to four tokens, where the bf16 step's nibble conversions and per-sub-block folds
+// bound the kernel (H200: the Q4_K head 177 -> 151 us at two tokens, Q5_K 224 -> 184; at eight
+// tokens int8 was even with bf16; bench/RESULTS.md 2026-11-30, "int8 x"). x loses what int8 per
+// 32 elements keeps (llama.cpp's q8_1): about 0.4% of a product's norm on random data.
 bool qlinearXi8(uint32_t type, int tokens);
 
 // The embedding lookup over a table {H, V} of `type`.

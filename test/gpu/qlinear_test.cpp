@@ -337,8 +337,8 @@ GPU_TEST(qlinear_decode_wide_x) {
 // Tokens of different magnitudes for int8 x, which scales per token and 32-element sub-block:
 // token t times 2^(5t); token 0's elements 256..511 zeros (their scales are 0). With K >= 4096
 // token 1 holds one value 20 times its range: its sub-block's other values keep four levels,
-// the rest of its step full resolution (estimated error 0.7e-2 of the token's norm; one scale
-// per 256 elements, as the first form had, about 1.7e-2 against the bound 1e-2).
+// the rest of its step full resolution (measured 0.64e-2 of the token's norm; one scale per 256
+// elements, as a first form had, is estimated at 1.7e-2 here, over the bound 1e-2).
 void spreadX(std::vector<float> &x, int64_t K) {
   const int64_t T = int64_t(x.size()) / K;
   for (int64_t t = 0; t < T; ++t)
