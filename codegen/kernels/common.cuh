@@ -124,6 +124,16 @@ __device__ __forceinline__ void glm_mma_u8s8_16832(int (&d)[4], const uint32_t (
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
+// D = A(16x16, row, unsigned bytes) * B(16x8, col, signed bytes) + C, s32, with C's columns
+// 2t, 2t + 1 given as c0, c1 for both rows (sm_80+): a0 row g, k 4t..4t+3; a1 row g + 8;
+// b0 k 4t..4t+3 of column g.
+__device__ __forceinline__ void glm_mma_u8s8_16816(int (&d)[4], uint32_t a0, uint32_t a1,
+                                                   uint32_t b0, int c0, int c1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %7, %8};"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(a0), "r"(a1), "r"(b0), "r"(c0), "r"(c1));
+}
 
 // 16-byte global->shared copy; src_bytes 0 zero-fills (masked rows are never read from memory).
 // One k-tile of the 64 x 128 products (qlinear_prefill, the MoE expert tiles): 8 warps in a

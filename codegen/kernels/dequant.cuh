@@ -52,7 +52,7 @@ typedef unsigned char glm_u8;
 #define GLM_MV_XF16 0
 #endif
 // GLM_MV_XI8: the mma decode step takes x as int8 (glm_mv_step_i8). The registry sets it for
-// Q4_K and Q5_K at two to four tokens (QLinearConfig::xi8, its rule qlinearXi8).
+// Q4_K, Q5_K and Q6_K at two to four tokens (QLinearConfig::xi8, its rule qlinearXi8).
 #ifndef GLM_MV_XI8
 #define GLM_MV_XI8 0
 #endif
@@ -122,7 +122,7 @@ typedef unsigned char glm_u8;
 // its offset out of D instead (GLM_MV_OFFSET_MMA, glm_mv_offset), the other types sum x on it
 // in the steps (GLM_MV_XSUM_MMA, glm_mv_xsum); otherwise the x staging sums each group
 // (GLM_XSUM_STAGED, qlinear.cuh).
-#if defined(GLM_TOKENS) && GLM_TOKENS > 4 && GLM_WTYPE == GLM_T_Q6_K
+#if defined(GLM_TOKENS) && GLM_TOKENS > 4 && GLM_WTYPE == GLM_T_Q6_K && !GLM_MV_XI8
 #define GLM_MV_OFFSET_MMA 1
 #else
 #define GLM_MV_OFFSET_MMA 0
@@ -882,16 +882,92 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 // instead of four, its quants one or two logic instructions per register instead of a
 // conversion per pair, and no x sums. What x loses: int8 per 32 elements, about 0.4% of a
 // product's norm on random data.
+// Q6_K (glm_q6k_step_i8): a 16-element group (one scale) of two rows is one u8 x s8
+// mma.m16n8k16 of the 6-bit values (0..63, q + 32) whose C input is -32 sum xq over the group
+// (staged): D = sum (v - 32) xq, exact, with no conversion of the values; sc D accumulates in s32
+// over the sub-block's two groups, then the fold d dx_j I_j.
 // The staged values of one step: xq, token rows `xrow` bytes apart, in element order; xd
-// [8 sub-blocks][8 tokens] the dx_j; xm [8 tokens][8 sub-blocks] the s_j as bf16 pairs.
-#define GLM_XI8_STEP_WORDS 128 // xd's 64 floats and xm's 64 words
-static_assert((GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K) && GLM_TOKENS >= 2 &&
-                  !GLM_MV_XF16,
-              "int8 x: the Q4_K and Q5_K steps, at two tokens or more");
+// [8 sub-blocks][8 tokens] the dx_j; then xm [8 tokens][8 sub-blocks] the s_j as bf16 pairs
+// (Q4_K, Q5_K), or xo [16 groups][8 tokens] the -32 sum xq of each group (Q6_K).
+#if GLM_WTYPE == GLM_T_Q6_K
+#define GLM_XI8_SUM_WORDS 128
+#else
+#define GLM_XI8_SUM_WORDS 64
+#endif
+#define GLM_XI8_STEP_WORDS (64 + GLM_XI8_SUM_WORDS) // xd's 64 floats and the sums
+static_assert((GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K || GLM_WTYPE == GLM_T_Q6_K) &&
+                  GLM_TOKENS >= 2 && !GLM_MV_XF16,
+              "int8 x: the Q4_K, Q5_K and Q6_K steps, at two tokens or more");
+#if GLM_WTYPE == GLM_T_Q6_K
+// kA4: both rows' step bytes start 4-byte aligned in shared memory (see glm_q6k_step).
+template <bool kA4>
+__device__ __forceinline__ void glm_q6k_step_i8(const glm_u8 *ra, const glm_u8 *rb,
+                                                const glm_u8 *xq, int xrow, const float *xd,
+                                                const int *xo, int g, int t, float (&acc)[4]) {
+  auto ld = [](const glm_u8 *p) {
+    return kA4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
+  };
+  const float da = glm_half_f32(glm_lds_u16(ra + 208)), db = glm_half_f32(glm_lds_u16(rb + 208));
+  const signed char *sca = reinterpret_cast<const signed char *>(ra + 192);
+  const signed char *scb = reinterpret_cast<const signed char *>(rb + 192);
+  const bool tok = g < GLM_TOKENS; // B column g: token g (zeros past the tokens)
+  const glm_u8 *xg = xq + g * xrow + 4 * t;
+#pragma unroll 1 // unrolled, the 2-byte-aligned copy path's two-token kernel spilled at 96
+  for (int n = 0; n < 2; ++n) {
+    // Thread t: l = 16 hp + 4t .. +3 of half n (both hp), in all four quarters.
+    uint32_t L[2][2], U[2][2], H[2][2]; // [hp][row g, g + 8]: ql, ql + 32, qh words
+#pragma unroll
+    for (int hp = 0; hp < 2; ++hp) {
+      const int l = 16 * hp + 4 * t;
+      L[hp][0] = ld(ra + 64 * n + l), L[hp][1] = ld(rb + 64 * n + l);
+      U[hp][0] = ld(ra + 64 * n + 32 + l), U[hp][1] = ld(rb + 64 * n + 32 + l);
+      H[hp][0] = ld(ra + 128 + 32 * n + l), H[hp][1] = ld(rb + 128 + 32 * n + l);
+    }
+#pragma unroll
+    for (int qq = 0; qq < 4; ++qq) {
+      const int j = 4 * n + qq; // the x sub-block: elements 32j .. 32j + 31 of the step
+      int I[4] = {0, 0, 0, 0};  // sum over the sub-block's groups of sc (sum (v - 32) xq)
+#pragma unroll
+      for (int hp = 0; hp < 2; ++hp) {
+        const int is = 2 * j + hp; // the 16-element group: elements 16 is .. 16 is + 15
+        uint32_t v[2];             // 6-bit values of elements 16 is + 4t .. +3, rows g, g + 8
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const uint32_t lo = qq & 1 ? U[hp][r] : L[hp][r], h = H[hp][r];
+          v[r] = ((qq < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) |
+                 ((2 * qq <= 4 ? h << (4 - 2 * qq) : h >> (2 * qq - 4)) & 0x30303030u);
+        }
+        const uint32_t b = tok ? *reinterpret_cast<const uint32_t *>(xg + 16 * is) : 0u;
+        const int2 c = *reinterpret_cast<const int2 *>(xo + 8 * is + 2 * t);
+        int D[4];
+        glm_mma_u8s8_16816(D, v[0], v[1], b, c.x, c.y);
+        const int sa = sca[is], sb = scb[is];
+        I[0] += sa * D[0];
+        I[1] += sa * D[1];
+        I[2] += sb * D[2];
+        I[3] += sb * D[3];
+      }
+      // Columns past the tokens scale by stale dx: their results are never emitted.
+      const float2 dx = *reinterpret_cast<const float2 *>(xd + 8 * j + 2 * t);
+      acc[0] = fmaf(da * dx.x, static_cast<float>(I[0]), acc[0]);
+      acc[1] = fmaf(da * dx.y, static_cast<float>(I[1]), acc[1]);
+      acc[2] = fmaf(db * dx.x, static_cast<float>(I[2]), acc[2]);
+      acc[3] = fmaf(db * dx.y, static_cast<float>(I[3]), acc[3]);
+    }
+  }
+}
+#endif
 __device__ __forceinline__ void glm_mv_step_i8(const glm_u8 *ra, const glm_u8 *rb,
                                                const glm_u8 *xq, int xrow, const float *xd,
                                                const uint32_t *xm, int g, int t,
                                                float (&acc)[4]) {
+#if GLM_WTYPE == GLM_T_Q6_K
+  const int *xo = reinterpret_cast<const int *>(xm);
+  if (__all_sync(0xffffffffu, ((glm_smem_addr(ra) | glm_smem_addr(rb)) & 3u) == 0))
+    glm_q6k_step_i8<true>(ra, rb, xq, xrow, xd, xo, g, t, acc);
+  else
+    glm_q6k_step_i8<false>(ra, rb, xq, xrow, xd, xo, g, t, acc);
+#else
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
   const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
 #if GLM_WTYPE == GLM_T_Q5_K
@@ -958,6 +1034,7 @@ __device__ __forceinline__ void glm_mv_step_i8(const glm_u8 *ra, const glm_u8 *r
   acc[1] = fmaf(d_a, sd[1], fmaf(-m_a, dm[1], acc[1]));
   acc[2] = fmaf(d_b, sd[2], fmaf(-m_b, dm[2], acc[2]));
   acc[3] = fmaf(d_b, sd[3], fmaf(-m_b, dm[3], acc[3]));
+#endif
 }
 #endif // GLM_MV_XI8
 

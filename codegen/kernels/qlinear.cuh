@@ -21,8 +21,9 @@
 // order of dequant.cuh, with the x sums of each scale group up to four tokens (more: the tensor
 // core's, dequant.cuh GLM_MV_XSUM_MMA). Weights become bf16 (fp16) A fragments in registers
 // (dequant.cuh) and mma.sync m16n8k16 multiplies them by the x fragment (tokens are the n8
-// columns). GLM_MV_XI8 (Q4_K, Q5_K at 2-4 tokens): x is staged as int8 per 32-element sub-block
-// (glm_stage_x8) and the quant bytes meet it in mma.sync m16n8k32 (dequant.cuh glm_mv_step_i8).
+// columns). GLM_MV_XI8 (Q4_K, Q5_K, Q6_K at 2-4 tokens): x is staged as int8 per 32-element
+// sub-block (glm_stage_x8) and the quant bytes meet it in integer mma.sync (dequant.cuh
+// glm_mv_step_i8).
 //
 // Decode otherwise (f32 activations: the exact validation path; F32 weights; BF16 and F16 at
 // one or two tokens on large products, the registry's choice): a warp owns GLM_RPW rows in
@@ -353,7 +354,8 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ src0, i
 // max |x| and its sum are two shuffles each; every lane of the warp must call. q rounds to
 // nearest (even) in one FMA: x / dx + 1.5 * 2^23 has q in its low byte. Out: the unit's q bytes,
 // and (meaningful in the sub-block's first lane) its dx and s = dx * sum q as the bf16 pair
-// (hi, s - hi).
+// (hi, s - hi) -- for Q6_K instead -32 sum q over the unit's 16-element group (in its first
+// lane).
 struct glm_x8_unit {
   uint2 q;
   float dx;
@@ -384,24 +386,34 @@ __device__ __forceinline__ glm_x8_unit glm_x8_quantize(uint4 v) {
   int sum = __dp4a(static_cast<int>(u.q.x), 0x01010101,
                    __dp4a(static_cast<int>(u.q.y), 0x01010101, 0));
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   u.dx = m * (1.f / 127.f);
+#if GLM_WTYPE == GLM_T_Q6_K
+  u.s = static_cast<uint32_t>(-32 * sum);
+#else
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   const float sx = u.dx * static_cast<float>(sum);
   const float sh = glm_bf16_to_f32(glm_f32_to_bf16(sx));
   u.s = glm_pack_bf16x2(sh, sx - sh);
+#endif
   return u;
 }
 // Where unit u of token `tok` (u counted from the chunk's first element) puts its values: xq at
-// tok * xrow + 8 u bytes; dx and s of its sub-block (u / 4 % 8 of step u / 32) at xd
-// [step][sub-block][8 tokens] and xm [step][8 tokens][sub-block].
+// tok * xrow + 8 u bytes; dx of its sub-block (u / 4 % 8 of step u / 32) at xd
+// [step][sub-block][8 tokens]; s at xm [step][8 tokens][sub-block], or Q6_K's group sum at xm
+// [step][16 groups][8 tokens] (GLM_XI8_SUM_WORDS per step).
 __device__ __forceinline__ void glm_x8_store(const glm_x8_unit &q, unsigned u, int tok, int xrow,
                                              glm_u8 *xq, float *xd, uint32_t *xm) {
   *reinterpret_cast<uint2 *>(xq + tok * xrow + 8 * u) = q.q;
-  if (u % 4 == 0) {
-    const unsigned step = u / 32, sb = u / 4 % 8;
-    xd[step * 64 + sb * 8 + tok] = q.dx;
-    xm[step * 64 + tok * 8 + sb] = q.s;
-  }
+  const unsigned step = u / 32;
+  if (u % 4 == 0)
+    xd[step * 64 + u / 4 % 8 * 8 + tok] = q.dx;
+#if GLM_WTYPE == GLM_T_Q6_K
+  if (u % 2 == 0)
+    xm[step * GLM_XI8_SUM_WORDS + u / 2 % 16 * 8 + tok] = q.s;
+#else
+  if (u % 4 == 0)
+    xm[step * GLM_XI8_SUM_WORDS + tok * 8 + u / 4 % 8] = q.s;
+#endif
 }
 // The chunk staging with int8 x: the same units per thread as glm_stage_x (a warp's units are
 // consecutive from a multiple of 32, tok0 warp-uniform). A thread's loads (up to eight) go out
@@ -724,7 +736,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #if GLM_MV_XI8
     (void)xsum_step;
     glm_mv_step_i8(ra, rb, xq8 + e, GLM_XROW8, xd8 + e / GLM_MV_STEP * 64,
-                   xm8 + e / GLM_MV_STEP * 64, g, t, acc);
+                   xm8 + e / GLM_MV_STEP * GLM_XI8_SUM_WORDS, g, t, acc);
 #else
     glm_mv_step(ra, rb, xs + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
 #endif

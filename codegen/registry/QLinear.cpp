@@ -66,7 +66,11 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13; // ggml type ids
+constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14; // ggml type ids
+// The types with an int8-x step (dequant.cuh glm_mv_step_i8).
+bool xi8Type(uint32_t id) { return id == kQ4_K || id == kQ5_K || id == kQ6_K; }
+// Weight bytes from which the int8-x step serves three and four tokens (qlinearXi8).
+constexpr int64_t kXi8Bytes = int64_t(16) << 20;
 // Bytes from which BF16 and F16 decode products of one or two tokens take the fp32 path
 // (selectImpl).
 constexpr int64_t kPlain16Fp32Bytes = int64_t(128) << 20;
@@ -147,8 +151,9 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
          (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
-bool qlinearXi8(uint32_t type, int tokens) {
-  return (type == kQ4_K || type == kQ5_K) && tokens >= 2 && tokens <= 4;
+bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes) {
+  return xi8Type(type) && tokens >= 2 && tokens <= 4 &&
+         (tokens == 2 || weightBytes >= kXi8Bytes);
 }
 
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
@@ -166,8 +171,10 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   // (GLM_XS_ROWS, dequant.cuh's GLM_MV_COLS).
   const int xsRows = tokens + (tokens == 1 && t->blockElems > 1 && t->id != 8 ? 1 : 0);
   const int64_t ring = int64_t(warps) * stages * 16 * slot;
-  if (xi8) // int8 rows of kChunk + 32 bytes; per step 64 scales and 64 sums (GLM_XI8_STEP_WORDS)
-    return int64_t(tokens) * (kChunk + 32) + int64_t(kChunk) / kStep * 512 + ring;
+  // int8 rows of kChunk + 32 bytes; per step 64 scales and 64 sums, Q6_K 128 (GLM_XI8_STEP_WORDS)
+  if (xi8)
+    return int64_t(tokens) * (kChunk + 32) +
+           int64_t(kChunk) / kStep * (t->id == kQ6_K ? 192 : 128) * 4 + ring;
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
   // Q8_0's fp16 quants fold their offset with x sums, which its bf16 step has none of. Up to four
   // tokens stage them; with more the tensor core takes them (GLM_MV_XSUM_MMA, _OFFSET_MMA).
@@ -312,7 +319,8 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   const int npasses = !mma || tokens <= 4 ? 3 : 5;
   const bool rows16 = decodeRows16(mma, *ti, K);
   const bool xf16 = mma && (xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1);
-  const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens) : xform == 2);
+  const int64_t weightBytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(type, K) * N;
+  const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens, weightBytes) : xform == 2);
   for (int pass = 0; pass < npasses; ++pass) {
     const int64_t budget = passes[pass].budget;
     const bool last = pass + 1 == npasses;
@@ -401,7 +409,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t
                                                    int64_t N, int tokens, int xform) {
   const TypeInfo *ti = findType(type);
   if (ti && ((xform == 1 && ti->xf16Gran < 0) || (xform != 1 && ti->id == kF16) ||
-             (xform == 2 && ((ti->id != kQ4_K && ti->id != kQ5_K) || tokens < 2))))
+             (xform == 2 && (!xi8Type(ti->id) || tokens < 2))))
     return makeStatus(StatusCode::kInvalidArgument, "x form %d does not apply to %s at %d tokens",
                       xform, ti->name, tokens);
   return selectImpl(tiles, type, K, N, tokens, false, 0, false, xform);
@@ -420,14 +428,14 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       "%s: a decode tile choice needs the mma decode path", cfg->variant.c_str());
   const bool rows16 = decodeRows16(true, ti, K);
   const bool x16 = xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1;
-  const bool x8 = xform < 0 ? qlinearXi8(type, tokens) : xform == 2;
+  const bool x8 = xform < 0 ? qlinearXi8(type, tokens, qlinearRowBytes(type, K) * N) : xform == 2;
   if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
     return makeStatus(StatusCode::kInvalidArgument,
                       "%s: fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)",
                       cfg->variant.c_str());
-  if (x8 && ((ti.id != kQ4_K && ti.id != kQ5_K) || tokens < 2))
+  if (x8 && (!xi8Type(ti.id) || tokens < 2))
     return makeStatus(StatusCode::kInvalidArgument,
-                      "%s: int8 x is for Q4_K and Q5_K at two tokens or more",
+                      "%s: int8 x is for Q4_K, Q5_K and Q6_K at two tokens or more",
                       cfg->variant.c_str());
   const int64_t smem =
       qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16, x8);
