@@ -405,13 +405,24 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t 
   return selectImpl(tiles, type, K, N, tokens, false, 0, true);
 }
 
+namespace {
+// Why the mma decode step of `ti` cannot take x as fp16 (x16) or int8 (x8) at `tokens`; null
+// when it can.
+const char *xformProblem(const TypeInfo &ti, bool x16, bool x8, int tokens) {
+  if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
+    return "fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)";
+  if (x8 && (!xi8Type(ti.id) || tokens < 2))
+    return "int8 x is for Q4_K, Q5_K and Q6_K at two tokens or more";
+  return nullptr;
+}
+} // namespace
+
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t type, int64_t K,
                                                    int64_t N, int tokens, int xform) {
   const TypeInfo *ti = findType(type);
-  if (ti && ((xform == 1 && ti->xf16Gran < 0) || (xform != 1 && ti->id == kF16) ||
-             (xform == 2 && (!xi8Type(ti->id) || tokens < 2))))
-    return makeStatus(StatusCode::kInvalidArgument, "x form %d does not apply to %s at %d tokens",
-                      xform, ti->name, tokens);
+  if (const char *problem = ti ? xformProblem(*ti, xform == 1, xform == 2, tokens) : nullptr)
+    return makeStatus(StatusCode::kInvalidArgument, "%s at %d tokens: %s", ti->name, tokens,
+                      problem);
   return selectImpl(tiles, type, K, N, tokens, false, 0, false, xform);
 }
 
@@ -429,14 +440,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   const bool rows16 = decodeRows16(true, ti, K);
   const bool x16 = xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1;
   const bool x8 = xform < 0 ? qlinearXi8(type, tokens, qlinearRowBytes(type, K) * N) : xform == 2;
-  if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "%s: fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)",
-                      cfg->variant.c_str());
-  if (x8 && (!xi8Type(ti.id) || tokens < 2))
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "%s: int8 x is for Q4_K, Q5_K and Q6_K at two tokens or more",
-                      cfg->variant.c_str());
+  if (const char *problem = xformProblem(ti, x16, x8, tokens))
+    return makeStatus(StatusCode::kInvalidArgument, "%s: %s", cfg->variant.c_str(), problem);
   const int64_t smem =
       qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16, x8);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
