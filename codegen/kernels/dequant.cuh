@@ -27,6 +27,9 @@
 //      P8 (Q4_K, Q5_K, BF16): in each 32-element span, elements 8t .. 8t+7, the first four in
 //          the span's first k step and the last four in its second;
 //    glm_x_perm_group gives the staged position of x accordingly.
+//
+// 3. glm_mv_step_i8(...) (GLM_MV_XI8): the same step of Q4_K, Q5_K and Q6_K with x staged as
+//    int8, the quants entering integer mma.sync as they are stored (see its definition).
 #pragma once
 #include "common.cuh"
 
@@ -867,10 +870,9 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 #endif
 }
 
-
 #if GLM_MV_XI8
 // ---------------------------------------------------------------------------------------------
-// glm_mv_step_i8: the Q4_K / Q5_K step with int8 x, on the tensor core. x is quantized per token
+// glm_mv_step_i8: the K-quant steps with int8 x, on the tensor core. x is quantized per token
 // and 32-element sub-block, as llama.cpp's q8_1 (glm_stage_x8, qlinear.cuh): q = round(x / dx),
 // dx = max |x| / 127 over the sub-block, so one large value costs resolution only in its own 32.
 // A sub-block j's quants are 0..15 (Q5_K 0..31) bytes, and
@@ -878,10 +880,10 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 // I_j = sum_k q_k xq_k (one u8 x s8 mma.m16n8k32 per sub-block, exact in s32: |I_j| < 2^17),
 // s_j = dx_j sum_k xq_k, the sub-block's sum of the quantized x. sum_j m_j s_j is one bf16 mma
 // per step: A (m_j, m_j), exact; B s_j as the bf16 pair (hi, s_j - hi), 16 significant bits.
-// Against the bf16 step (Q4_K, eight tokens, ~480 warp instructions) a sub-block takes one mma
-// instead of four, its quants one or two logic instructions per register instead of a
-// conversion per pair, and no x sums. What x loses: int8 per 32 elements, about 0.4% of a
-// product's norm on random data.
+// Against the bf16 step a sub-block takes one mma instead of four, its quants one or two logic
+// instructions per register instead of a conversion per pair, and no x sums (ncu, Q4_K at eight
+// tokens: ~366 warp instructions per step against ~420). What x loses: int8 per 32 elements,
+// about 0.4% of a product's norm on random data.
 // Q6_K (glm_q6k_step_i8): a 16-element group (one scale) of two rows is one u8 x s8
 // mma.m16n8k16 of the 6-bit values (0..63, q + 32) whose C input is -32 sum xq over the group
 // (staged): D = sum (v - 32) xq, exact, with no conversion of the values; sc D accumulates in s32

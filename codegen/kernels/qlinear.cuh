@@ -94,7 +94,6 @@ __device__ __forceinline__ void glm_ql_stamp_sm() {}
 #endif
 
 #define GLM_THREADS (GLM_WARPS * 32)
-
 static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
 static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps");
 
@@ -538,9 +537,10 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
     s_xmax = 0u; // published by the first chunk's barrier
 #endif
 #if GLM_MV_XI8
-  glm_u8 *xq8 = smem + GLM_SMEM_XS;                                   // int8 x
-  float *xd8 = reinterpret_cast<float *>(xq8 + GLM_XS_BYTES);       // [step][8][8] dx_j
-  uint32_t *xm8 = reinterpret_cast<uint32_t *>(xd8 + GLM_SPC * 64); // [step][8][8] s_j
+  // int8 x, then per step the dx_j [8][8] and the sums (GLM_XI8_SUM_WORDS; glm_x8_store).
+  glm_u8 *xq8 = smem + GLM_SMEM_XS;
+  float *xd8 = reinterpret_cast<float *>(xq8 + GLM_XS_BYTES);
+  uint32_t *xm8 = reinterpret_cast<uint32_t *>(xd8 + GLM_SPC * 64);
 #endif
 #if GLM_MV_COLS
   for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS)  // the zero row (the first chunk's
