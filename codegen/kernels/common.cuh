@@ -114,15 +114,17 @@ __device__ __forceinline__ void glm_mma_bf16_16816(float (&d)[4], const uint32_t
                                                    uint32_t b0, uint32_t b1) {
   glm_mma_16816<false>(d, a, b0, b1);
 }
-// D = A(16x32, row, unsigned bytes) * B(32x8, col, signed bytes), s32, no accumulator input
-// (sm_80+, SM120 included). Fragments as m16n8k16's with four bytes per register: a0 row g,
-// k 4t..4t+3; a1 row g + 8; a2, a3 the same at k + 16; b0 k 4t..4t+3 of column g, b1 k + 16.
+// D = A(16x32, row, unsigned bytes) * B(32x8, col, signed bytes) + C, s32 (sm_80+, SM120
+// included), C's columns 2t, 2t + 1 given as c0, c1 for both rows. Fragments as m16n8k16's with
+// four bytes per register: a0 row g, k 4t..4t+3; a1 row g + 8; a2, a3 the same at k + 16; b0
+// k 4t..4t+3 of column g, b1 k + 16.
 __device__ __forceinline__ void glm_mma_u8s8_16832(int (&d)[4], const uint32_t (&a)[4],
-                                                   uint32_t b0, uint32_t b1) {
+                                                   uint32_t b0, uint32_t b1, int c0 = 0,
+                                                   int c1 = 0) {
   asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %10, %11};"
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c0), "r"(c1));
 }
 // D = A(16x16, row, unsigned bytes) * B(16x8, col, signed bytes) + C, s32, with C's columns
 // 2t, 2t + 1 given as c0, c1 for both rows (sm_80+): a0 row g, k 4t..4t+3; a1 row g + 8;

@@ -28,8 +28,8 @@
 //          the span's first k step and the last four in its second;
 //    glm_x_perm_group gives the staged position of x accordingly.
 //
-// 3. glm_mv_step_i8(...) (GLM_MV_XI8): the same step of Q4_K, Q5_K and Q6_K with x staged as
-//    int8, the quants entering integer mma.sync as they are stored (see its definition).
+// 3. glm_mv_step_i8(...) (GLM_MV_XI8): the same step of Q4_0, Q4_K, Q5_K and Q6_K with x staged
+//    as int8, the quants entering integer mma.sync as they are stored (see its definition).
 #pragma once
 #include "common.cuh"
 
@@ -55,7 +55,7 @@ typedef unsigned char glm_u8;
 #define GLM_MV_XF16 0
 #endif
 // GLM_MV_XI8: the mma decode step takes x as int8 (glm_mv_step_i8). The registry sets it for
-// Q4_K, Q5_K and Q6_K at two to four tokens (QLinearConfig::xi8, its rule qlinearXi8).
+// Q4_0, Q4_K, Q5_K and Q6_K at two to four tokens (QLinearConfig::xi8, its rule qlinearXi8).
 #ifndef GLM_MV_XI8
 #define GLM_MV_XI8 0
 #endif
@@ -888,18 +888,22 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
 // mma.m16n8k16 of the 6-bit values (0..63, q + 32) whose C input is -32 sum xq over the group
 // (staged): D = sum (v - 32) xq, exact, with no conversion of the values; sc D accumulates in s32
 // over the sub-block's two groups, then the fold d dx_j I_j.
+// Q4_0: a 32-element block of two rows is one mma.m16n8k32 whose C input is -8 times the
+// block's x sum (staged): D = sum (q - 8) xq exactly; the fold is d dx D.
 // The staged values of one step: xq, token rows `xrow` bytes apart, in element order; xd
 // [8 sub-blocks][8 tokens] the dx_j; then xm [8 tokens][8 sub-blocks] the s_j as bf16 pairs
-// (Q4_K, Q5_K), or xo [16 groups][8 tokens] the -32 sum xq of each group (Q6_K).
+// (Q4_K, Q5_K), xo [16 groups][8 tokens] the -32 sum xq of each group (Q6_K), or xo
+// [8 blocks][8 tokens] the -8 sum xq of each block (Q4_0).
 #if GLM_WTYPE == GLM_T_Q6_K
 #define GLM_XI8_SUM_WORDS 128
 #else
 #define GLM_XI8_SUM_WORDS 64
 #endif
 #define GLM_XI8_STEP_WORDS (64 + GLM_XI8_SUM_WORDS) // xd's 64 floats and the sums
-static_assert((GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K || GLM_WTYPE == GLM_T_Q6_K) &&
+static_assert((GLM_WTYPE == GLM_T_Q4_0 || GLM_WTYPE == GLM_T_Q4_K || GLM_WTYPE == GLM_T_Q5_K ||
+               GLM_WTYPE == GLM_T_Q6_K) &&
                   GLM_TOKENS >= 2 && !GLM_MV_XF16,
-              "int8 x: the Q4_K, Q5_K and Q6_K steps, at two tokens or more");
+              "int8 x: the Q4_0, Q4_K, Q5_K and Q6_K steps, at two tokens or more");
 #if GLM_WTYPE == GLM_T_Q6_K
 // kA4: both rows' step bytes start 4-byte aligned in shared memory (see glm_q6k_step).
 template <bool kA4>
@@ -959,17 +963,57 @@ __device__ __forceinline__ void glm_q6k_step_i8(const glm_u8 *ra, const glm_u8 *
   }
 }
 #endif
+// nel: the step's elements (< 256 only at the end of K, for Q4_0's 32-element blocks).
 __device__ __forceinline__ void glm_mv_step_i8(const glm_u8 *ra, const glm_u8 *rb,
                                                const glm_u8 *xq, int xrow, const float *xd,
-                                               const uint32_t *xm, int g, int t,
+                                               const uint32_t *xm, int nel, int g, int t,
                                                float (&acc)[4]) {
-#if GLM_WTYPE == GLM_T_Q6_K
+#if GLM_WTYPE == GLM_T_Q4_0
+  const int *xo = reinterpret_cast<const int *>(xm);
+  const bool tok = g < GLM_TOKENS; // B column g: token g (zeros past the tokens)
+  const glm_u8 *xg = xq + g * xrow + 4 * t;
+#pragma unroll
+  for (int jb = 0; jb < 8; ++jb) {
+    if (32 * jb >= nel) // past K: stale bytes and sums
+      break;
+    const glm_u8 *ba = ra + GLM_QBYTES * jb, *bb = rb + GLM_QBYTES * jb;
+    // With 16-byte-aligned rows (GLM_MV_ROWS16) an odd block's quant words are 4-byte aligned
+    // (see glm_mv_step's Q4_0).
+#if defined(GLM_MV_ROWS16) && GLM_MV_ROWS16
+    const bool a4 = jb & 1;
+#else
+    constexpr bool a4 = false;
+#endif
+    auto ldw = [a4](const glm_u8 *p) {
+      return a4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
+    };
+    // Thread t: qs[4t .. 4t+3]; low nibbles are elements 4t.. (k 4t..), high ones 16 + 4t..
+    // (k 16 + 4t..), x likewise.
+    const uint32_t wa = ldw(ba + 2 + 4 * t), wb = ldw(bb + 2 + 4 * t);
+    const uint32_t a[4] = {wa & 0x0F0F0F0Fu, wb & 0x0F0F0F0Fu, (wa >> 4) & 0x0F0F0F0Fu,
+                           (wb >> 4) & 0x0F0F0F0Fu};
+    const uint32_t b0 = tok ? *reinterpret_cast<const uint32_t *>(xg + 32 * jb) : 0u;
+    const uint32_t b1 = tok ? *reinterpret_cast<const uint32_t *>(xg + 32 * jb + 16) : 0u;
+    const int2 c = *reinterpret_cast<const int2 *>(xo + 8 * jb + 2 * t);
+    int D[4];
+    glm_mma_u8s8_16832(D, a, b0, b1, c.x, c.y);
+    // Columns past the tokens scale by stale dx: their results are never emitted.
+    const float2 dx = *reinterpret_cast<const float2 *>(xd + 8 * jb + 2 * t);
+    const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
+    acc[0] = fmaf(da * dx.x, static_cast<float>(D[0]), acc[0]);
+    acc[1] = fmaf(da * dx.y, static_cast<float>(D[1]), acc[1]);
+    acc[2] = fmaf(db * dx.x, static_cast<float>(D[2]), acc[2]);
+    acc[3] = fmaf(db * dx.y, static_cast<float>(D[3]), acc[3]);
+  }
+#elif GLM_WTYPE == GLM_T_Q6_K
+  (void)nel;
   const int *xo = reinterpret_cast<const int *>(xm);
   if (__all_sync(0xffffffffu, ((glm_smem_addr(ra) | glm_smem_addr(rb)) & 3u) == 0))
     glm_q6k_step_i8<true>(ra, rb, xq, xrow, xd, xo, g, t, acc);
   else
     glm_q6k_step_i8<false>(ra, rb, xq, xrow, xd, xo, g, t, acc);
 #else
+  (void)nel;
   const uint4 ha = glm_lds16(ra), hb = glm_lds16(rb);
   const glm_k4_scales sa = glm_k4_unpack(ha), sb = glm_k4_unpack(hb);
 #if GLM_WTYPE == GLM_T_Q5_K

@@ -21,7 +21,7 @@
 // order of dequant.cuh, with the x sums of each scale group up to four tokens (more: the tensor
 // core's, dequant.cuh GLM_MV_XSUM_MMA). Weights become bf16 (fp16) A fragments in registers
 // (dequant.cuh) and mma.sync m16n8k16 multiplies them by the x fragment (tokens are the n8
-// columns). GLM_MV_XI8 (Q4_K, Q5_K, Q6_K at 2-4 tokens): x is staged as int8 per 32-element
+// columns). GLM_MV_XI8 (Q4_0 and the K-quants at 2-4 tokens): x is staged as int8 per 32-element
 // sub-block (glm_stage_x8) and the quant bytes meet it in integer mma.sync (dequant.cuh
 // glm_mv_step_i8).
 //
@@ -354,7 +354,7 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ src0, i
 // nearest (even) in one FMA: x / dx + 1.5 * 2^23 has q in its low byte. Out: the unit's q bytes,
 // and (meaningful in the sub-block's first lane) its dx and s = dx * sum q as the bf16 pair
 // (hi, s - hi) -- for Q6_K instead -32 sum q over the unit's 16-element group (in its first
-// lane).
+// lane), for Q4_0 -8 sum q over the sub-block.
 struct glm_x8_unit {
   uint2 q;
   float dx;
@@ -388,6 +388,9 @@ __device__ __forceinline__ glm_x8_unit glm_x8_quantize(uint4 v) {
   u.dx = m * (1.f / 127.f);
 #if GLM_WTYPE == GLM_T_Q6_K
   u.s = static_cast<uint32_t>(-32 * sum);
+#elif GLM_WTYPE == GLM_T_Q4_0
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  u.s = static_cast<uint32_t>(-8 * sum);
 #else
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   const float sx = u.dx * static_cast<float>(sum);
@@ -398,8 +401,9 @@ __device__ __forceinline__ glm_x8_unit glm_x8_quantize(uint4 v) {
 }
 // Where unit u of token `tok` (u counted from the chunk's first element) puts its values: xq at
 // tok * xrow + 8 u bytes; dx of its sub-block (u / 4 % 8 of step u / 32) at xd
-// [step][sub-block][8 tokens]; s at xm [step][8 tokens][sub-block], or Q6_K's group sum at xm
-// [step][16 groups][8 tokens] (GLM_XI8_SUM_WORDS per step).
+// [step][sub-block][8 tokens]; s at xm [step][8 tokens][sub-block], Q6_K's group sums at xm
+// [step][16 groups][8 tokens], Q4_0's block sums at xm [step][sub-block][8 tokens]
+// (GLM_XI8_SUM_WORDS per step).
 __device__ __forceinline__ void glm_x8_store(const glm_x8_unit &q, unsigned u, int tok, int xrow,
                                              glm_u8 *xq, float *xd, uint32_t *xm) {
   *reinterpret_cast<uint2 *>(xq + tok * xrow + 8 * u) = q.q;
@@ -409,6 +413,9 @@ __device__ __forceinline__ void glm_x8_store(const glm_x8_unit &q, unsigned u, i
 #if GLM_WTYPE == GLM_T_Q6_K
   if (u % 2 == 0)
     xm[step * GLM_XI8_SUM_WORDS + u / 2 % 16 * 8 + tok] = q.s;
+#elif GLM_WTYPE == GLM_T_Q4_0
+  if (u % 4 == 0)
+    xm[step * GLM_XI8_SUM_WORDS + u / 4 % 8 * 8 + tok] = q.s;
 #else
   if (u % 4 == 0)
     xm[step * GLM_XI8_SUM_WORDS + tok * 8 + u / 4 % 8] = q.s;
@@ -736,7 +743,8 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #if GLM_MV_XI8
     (void)xsum_step;
     glm_mv_step_i8(ra, rb, xq8 + e, GLM_XROW8, xd8 + e / GLM_MV_STEP * 64,
-                   xm8 + e / GLM_MV_STEP * GLM_XI8_SUM_WORDS, g, t, acc);
+                   xm8 + e / GLM_MV_STEP * GLM_XI8_SUM_WORDS, min(GLM_MV_STEP, k_end - k), g, t,
+                   acc);
 #else
     glm_mv_step(ra, rb, xs + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
 #endif

@@ -66,9 +66,9 @@ constexpr int64_t kReservedSmem = 1024; // per CTA, taken by the hardware on sm_
 constexpr int64_t kStaticSmem = 16;     // glm_ql_fixup's flag (and alignment slack)
 
 constexpr int64_t kPrefetchBytes = int64_t(32) << 20; // weights from which L2 fetches lines
-constexpr uint32_t kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14; // ggml type ids
+constexpr uint32_t kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14; // ggml ids
 // The types with an int8-x step (dequant.cuh glm_mv_step_i8).
-bool xi8Type(uint32_t id) { return id == kQ4_K || id == kQ5_K || id == kQ6_K; }
+bool xi8Type(uint32_t id) { return id == kQ4_0 || id == kQ4_K || id == kQ5_K || id == kQ6_K; }
 // Weight bytes from which the int8-x step serves three and four tokens (qlinearXi8).
 constexpr int64_t kXi8Bytes = int64_t(16) << 20;
 // Bytes from which BF16 and F16 decode products of one or two tokens take the fp32 path
@@ -412,7 +412,7 @@ const char *xformProblem(const TypeInfo &ti, bool x16, bool x8, int tokens) {
   if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
     return "fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)";
   if (x8 && (!xi8Type(ti.id) || tokens < 2))
-    return "int8 x is for Q4_K, Q5_K and Q6_K at two tokens or more";
+    return "int8 x is for Q4_0, Q4_K, Q5_K and Q6_K at two tokens or more";
   return nullptr;
 }
 } // namespace

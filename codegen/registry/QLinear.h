@@ -98,8 +98,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
 // xform: how x enters the mma -- -1 the registry's rules (qlinearXf16, qlinearXi8), 0 bf16, 1
-// fp16 (Q4_K, Q5_K, Q8_0; F16 takes only this), 2 int8 (Q4_K, Q5_K, Q6_K at two tokens or
-// more).
+// fp16 (Q4_K, Q5_K, Q8_0; F16 takes only this), 2 int8 (Q4_0, Q4_K, Q5_K, Q6_K at two tokens
+// or more).
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
                                                   int64_t kc, int xform = -1);
@@ -114,8 +114,8 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
 bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 
 // Whether the mma decode step of `type` at `tokens` takes x as int8 (GLM_MV_XI8) for a product
-// streaming `weightBytes`: Q4_K, Q5_K and Q6_K at two tokens, and at three and four on products
-// of at least 16 MiB. There the bf16 step's nibble conversions and per-group folds bound the
+// streaming `weightBytes`: Q4_0, Q4_K, Q5_K and Q6_K at two tokens, and at three and four on
+// products of at least 16 MiB. There the bf16 step's nibble conversions and per-group folds bound the
 // kernel (H200, SM120 tiles: the Q4_K head 177 -> 151 us at two tokens, Q5_K 224 -> 184, Q6_K
 // 278 -> 255); the small products at three and four tokens, latency-bound, lost up to 0.9 us to
 // the int8 staging at any chunk size, and eight tokens were even or slower (bench/RESULTS.md

@@ -349,15 +349,15 @@ void spreadX(std::vector<float> &x, int64_t K) {
     x[size_t(K + 300)] = 20.f * 32.f;
 }
 
-// int8 x (dequant.cuh GLM_MV_XI8: Q4_K, Q5_K, Q6_K) forced at 2, 5 and 8 tokens (the registry
-// takes it at 2-4), in the registry's tiles (K = 512) and in 256-element chunks over K = 4096 (every
-// step restages x), at one split and the registry's, each launched twice, with spreadX's tokens
-// compared one by one. The bound is bf16's: int8 per sub-block costs random data about 0.4% of
-// the norm.
+// int8 x (dequant.cuh GLM_MV_XI8: Q4_0, Q4_K, Q5_K, Q6_K) forced at 2, 5 and 8 tokens (the
+// registry takes it at 2-4), in the registry's tiles (K = 512; Q4_0 576, whose last step is
+// partial) and in 256-element chunks over K = 4096 (every step restages x), at one split and the
+// registry's, each launched twice, with spreadX's tokens compared one by one. The bound is
+// bf16's: int8 per sub-block costs random data about 0.4% of the norm.
 GPU_TEST(qlinear_decode_xi8) {
   const int64_t N = 1000;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-    for (int64_t K : {int64_t(512), int64_t(4096)})
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+    for (int64_t K : {isKQuant(type) ? int64_t(512) : int64_t(576), int64_t(4096)})
       for (int T : {2, 5, 8}) {
         QWeight qw{type, K, N, {}};
         Rng rng(uint32_t(type) + 500);
@@ -366,7 +366,7 @@ GPU_TEST(qlinear_decode_xi8) {
         GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
         GPU_TRY(forced, qlinearDecodeWith(ctx.tiles, uint32_t(type), K, N, T, base.warps,
                                           base.stages, base.kChunk, 2));
-        const QLinearConfig cfg = K > 512 ? kc256(forced, T) : forced;
+        const QLinearConfig cfg = K >= 4096 ? kc256(forced, T) : forced;
         GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
         if (ctx.compileOnly)
           continue;
