@@ -455,7 +455,8 @@ int main(int argc, char **argv) {
               long long kv = 0;
               const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
               if (got < 3 || (got == 4 && (xv < 0 || xv > 2))) {
-                std::fprintf(stderr, "--mv-tiles: '%s' is not reg, reg:X, fp32, W:S:KC or W:S:KC:X\n",
+                std::fprintf(stderr,
+                             "--mv-tiles: '%s' is not reg, reg:X, fp32, W:S:KC or W:S:KC:X\n",
                              mt.c_str());
                 return 2;
               }

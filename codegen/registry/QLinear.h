@@ -115,12 +115,12 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 
 // Whether the mma decode step of `type` at `tokens` takes x as int8 (GLM_MV_XI8) for a product
 // streaming `weightBytes`: Q4_0, Q4_K, Q5_K and Q6_K at two tokens, and at three and four on
-// products of at least 16 MiB. There the bf16 step's nibble conversions and per-group folds bound the
-// kernel (H200, SM120 tiles: the Q4_K head 177 -> 151 us at two tokens, Q5_K 224 -> 184, Q6_K
-// 278 -> 255); the small products at three and four tokens, latency-bound, lost up to 0.9 us to
-// the int8 staging at any chunk size, and eight tokens were even or slower (bench/RESULTS.md
-// 2026-11-30, "int8 x"). x loses what int8 per 32 elements keeps (llama.cpp's q8_1): about 0.4%
-// of a product's norm on random data.
+// products of at least 16 MiB. There the bf16 step's nibble conversions and per-group folds
+// bound the kernel (H200, SM120 tiles: the Q4_K head 177 -> 151 us at two tokens, Q5_K 224 ->
+// 184, Q6_K 278 -> 255, Q4_0 173 -> 157); the small products at three and four tokens,
+// latency-bound, lost up to 0.9 us to the int8 staging at any chunk size, and eight tokens were
+// even or slower (bench/RESULTS.md 2026-11-30, "int8 x"). x loses what int8 per 32 elements
+// keeps (llama.cpp's q8_1): about 0.4% of a product's norm on random data.
 bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes);
 
 // The embedding lookup over a table {H, V} of `type`.
