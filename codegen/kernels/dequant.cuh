@@ -228,6 +228,17 @@ __device__ __forceinline__ uint32_t glm_lds_u32_a2(const glm_u8 *p) {
   const unsigned short *h = reinterpret_cast<const unsigned short *>(p);
   return __byte_perm(h[0], h[1], 0x5410);
 }
+// A quant word of block jb of a staged step of 32-element blocks (Q8_0's 34 bytes, Q4_0's 18).
+// With 16-byte-aligned rows (GLM_MV_ROWS16) a step starts 16-byte aligned in its slot, so an odd
+// block's words are 4-byte aligned: one load instead of two halves and a permute.
+__device__ __forceinline__ uint32_t glm_blk_word(const glm_u8 *p, int jb) {
+#if defined(GLM_MV_ROWS16) && GLM_MV_ROWS16
+  if (jb & 1)
+    return *reinterpret_cast<const uint32_t *>(p);
+#endif
+  (void)jb;
+  return glm_lds_u32_a2(p);
+}
 
 // Q4_K / Q5_K 6-bit scales and mins from the 12 scale bytes (header words h.y, h.z, h.w):
 // sub-blocks 0-3 in the low words, 4-7 in the high words, one byte per sub-block.
@@ -764,17 +775,7 @@ __device__ __forceinline__ void glm_mv_step(const glm_u8 *ra, const glm_u8 *rb, 
     const float da = glm_half_f32(glm_lds_u16(ba)), db = glm_half_f32(glm_lds_u16(bb));
     float D[4] = {0.f, 0.f, 0.f, 0.f}, Ds[4] = {0.f, 0.f, 0.f, 0.f};
 #endif
-    // With 16-byte-aligned rows (GLM_MV_ROWS16) a step starts 16-byte aligned in its slot, so
-    // an odd block's quant words are 4-byte aligned (blocks of 34 and 18 bytes): one load
-    // instead of two halves and a permute.
-#if defined(GLM_MV_ROWS16) && GLM_MV_ROWS16
-    const bool a4 = jb & 1;
-#else
-    constexpr bool a4 = false;
-#endif
-    auto ldw = [a4](const glm_u8 *p) {
-      return a4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
-    };
+    auto ldw = [jb](const glm_u8 *p) { return glm_blk_word(p, jb); };
 #if GLM_WTYPE == GLM_T_Q8_0
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
@@ -977,19 +978,9 @@ __device__ __forceinline__ void glm_mv_step_i8(const glm_u8 *ra, const glm_u8 *r
     if (32 * jb >= nel) // past K: stale bytes and sums
       break;
     const glm_u8 *ba = ra + GLM_QBYTES * jb, *bb = rb + GLM_QBYTES * jb;
-    // With 16-byte-aligned rows (GLM_MV_ROWS16) an odd block's quant words are 4-byte aligned
-    // (see glm_mv_step's Q4_0).
-#if defined(GLM_MV_ROWS16) && GLM_MV_ROWS16
-    const bool a4 = jb & 1;
-#else
-    constexpr bool a4 = false;
-#endif
-    auto ldw = [a4](const glm_u8 *p) {
-      return a4 ? *reinterpret_cast<const uint32_t *>(p) : glm_lds_u32_a2(p);
-    };
     // Thread t: qs[4t .. 4t+3]; low nibbles are elements 4t.. (k 4t..), high ones 16 + 4t..
     // (k 16 + 4t..), x likewise.
-    const uint32_t wa = ldw(ba + 2 + 4 * t), wb = ldw(bb + 2 + 4 * t);
+    const uint32_t wa = glm_blk_word(ba + 2 + 4 * t, jb), wb = glm_blk_word(bb + 2 + 4 * t, jb);
     const uint32_t a[4] = {wa & 0x0F0F0F0Fu, wb & 0x0F0F0F0Fu, (wa >> 4) & 0x0F0F0F0Fu,
                            (wb >> 4) & 0x0F0F0F0Fu};
     const uint32_t b0 = tok ? *reinterpret_cast<const uint32_t *>(xg + 32 * jb) : 0u;
