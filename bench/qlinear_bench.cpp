@@ -12,9 +12,10 @@
 // --define (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --mv-tiles times each mma decode product with every listed tile choice: `reg` is the registry's,
 // W:S:KC is W warps, an S-deep ring and KC-element x chunks (qlinearDecodeWith), W:S:KC:X with X
-// 0, 1 or 2 forcing bf16, fp16 or int8 x (GLM_MV_XF16, GLM_MV_XI8) instead of the registry's
-// rules; `reg:X` the registry's tiles for x form X (qlinearDecodeXForm); `fp32` is the
-// fp32 path's kernel (qlinearDecodeFp32) where the registry takes the mma path.
+// 0-4 forcing bf16 staged by the product warps, fp16, int8, or bf16 staged by an x warp into two
+// or three buffers (GLM_MV_XF16, GLM_MV_XI8, GLM_MV_XWARP) instead of the registry's rules;
+// `reg:X` the registry's tiles for x form X (qlinearDecodeXForm); `fp32` is the fp32 path's
+// kernel (qlinearDecodeFp32) where the registry takes the mma path.
 // --splits times each listed split of K: 0 is the launch's own choice, N forces N splits.
 // --sm120-occupancy pads each launch's shared memory so that this device's SM holds as many CTAs
 // as the tile target's would (its shared memory per SM; registers bind alike on both), as
@@ -454,7 +455,7 @@ int main(int argc, char **argv) {
               int wv = 0, sv = 0, xv = -1;
               long long kv = 0;
               const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
-              if (got < 3 || (got == 4 && (xv < 0 || xv > 2))) {
+              if (got < 3 || (got == 4 && (xv < 0 || xv > 4))) {
                 std::fprintf(stderr,
                              "--mv-tiles: '%s' is not reg, reg:X, fp32, W:S:KC or W:S:KC:X\n",
                              mt.c_str());

@@ -207,6 +207,28 @@ template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
+// Shared-memory barrier objects (mbarrier, sm_80+; try_wait sm_90+, which SM120 has). A phase
+// completes when `count` arrivals have been made (init); arrive has release and try_wait acquire
+// semantics at CTA scope, so the stores an arriving thread made before are visible to a thread
+// whose wait for that phase has returned. glm_mbar_wait(bar, p) returns once the phase of parity
+// p (0 for the first, 1 for the second, ...) has completed.
+__device__ __forceinline__ void glm_mbar_init(unsigned long long *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(glm_smem_addr(bar)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void glm_mbar_arrive(unsigned long long *bar) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n\t}" ::"r"(
+                   glm_smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void glm_mbar_wait(unsigned long long *bar, unsigned parity) {
+  asm volatile("{\n\t.reg .pred p;\n\tGLM_MBAR_WAIT:\n\t"
+               "mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n\t"
+               "@!p bra GLM_MBAR_WAIT;\n\t}" ::"r"(glm_smem_addr(bar)),
+               "r"(parity)
+               : "memory");
+}
+
 // Programmatic dependent launch (sm_90 and sm_120; Driver::launchOverlapped). Every kernel's
 // first statement but qlinear_decode's, which first issues copies of its weights (never written
 // by a kernel of a step) into its own shared memory. A kernel launched overlapped may be

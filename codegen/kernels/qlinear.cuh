@@ -79,6 +79,16 @@ extern "C" __global__ void ql_trace_dump(unsigned long long *out) {
 __device__ __forceinline__ void glm_ql_stamp_sm() {}
 #endif
 
+// Diagnostics (glm5c-bench-qlinear --define; the results are wrong by design): GLM_QL_NO_STEP
+// replaces the mma step by one read of its slot, leaving the ring, the x staging and the
+// barriers; GLM_QL_X_ONCE stages only the first x chunk, with its barriers.
+#ifndef GLM_QL_NO_STEP
+#define GLM_QL_NO_STEP 0
+#endif
+#ifndef GLM_QL_X_ONCE
+#define GLM_QL_X_ONCE 0
+#endif
+
 // The registry says which decode path; by default the mma one wherever it exists.
 #ifndef GLM_MV_USE_MMA
 #define GLM_MV_USE_MMA (GLM_MV_MMA && !GLM_ACT_F32)
@@ -95,6 +105,16 @@ __device__ __forceinline__ void glm_ql_stamp_sm() {}
 
 #define GLM_THREADS (GLM_WARPS * 32)
 static_assert(GLM_TOKENS >= 1 && GLM_TOKENS <= 8, "decode takes 1..8 tokens (the mma n8)");
+// GLM_MV_XWARP (the registry's QLinearConfig::xWarp, more than four tokens): one more warp, the
+// x warp, stages every x chunk while the GLM_WARPS product warps multiply, into GLM_MV_XWARP
+// buffers handed over through shared-memory barriers (glm_mbar_*): a product warp waits only
+// for its chunk to be staged, never for the other product warps, and no CTA barrier remains in
+// the loop. Without it, every chunk's staging (an L2 round trip for x) sits between two CTA
+// barriers that every warp waits out.
+#ifndef GLM_MV_XWARP
+#define GLM_MV_XWARP 0
+#endif
+#define GLM_CTA_THREADS (GLM_THREADS + (GLM_MV_XWARP ? 32 : 0)) // the launch's block size
 static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps");
 
 #if GLM_MV_USE_MMA
@@ -153,9 +173,15 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_XROW8 (GLM_KC + 32)
 #if GLM_MV_XI8
 #define GLM_XS_BYTES (GLM_TOKENS * GLM_XROW8)
+#elif GLM_MV_XWARP // GLM_MV_XWARP chunk buffers
+#define GLM_XS_BYTES (GLM_MV_XWARP * GLM_TOKENS * GLM_XROW * 2)
 #else
 #define GLM_XS_BYTES (GLM_XS_ROWS * GLM_XROW * 2)
 #endif
+static_assert(!GLM_MV_XWARP || (GLM_TOKENS > 4 && !GLM_MV_XF16 && !GLM_MV_XI8 &&
+                                !GLM_MV_PLAIN16 && GLM_QL_KIND == 0),
+              "the x warp: qlinear_decode of the scaled types above four tokens (x sums on the "
+              "tensor core, none staged)");
 // BF16 and F16 weights with more than four tokens: x chunk c + 1 is copied as it is (cp.async,
 // [token][GLM_KC] bf16) while chunk c is multiplied, and staged from there: the staging's x
 // loads are then shared-memory loads, not an L2 round trip that every warp of the CTA waited out
@@ -169,7 +195,9 @@ static_assert(GLM_MV_SLOT_PAD == 0, "padded slots are for whole-chunk steps");
 #define GLM_SMEM_XSUM (GLM_SMEM_XS + GLM_XS_BYTES)
 #define GLM_SMEM_XRAW (GLM_SMEM_XSUM + GLM_XSUM_BYTES)
 #define GLM_SMEM_RING (GLM_SMEM_XRAW + GLM_XRAW_BYTES)
-#define GLM_SMEM_BYTES (GLM_SMEM_RING + GLM_WARPS * GLM_STAGES * 16 * GLM_SLOT)
+// The x warp's barriers: GLM_MV_XWARP "staged" then as many "released" (8 bytes each).
+#define GLM_SMEM_BAR (GLM_SMEM_RING + GLM_WARPS * GLM_STAGES * 16 * GLM_SLOT)
+#define GLM_SMEM_BYTES (GLM_SMEM_BAR + 16 * GLM_MV_XWARP)
 static_assert(GLM_STAGES >= 2, "a ring of at least two steps");
 #else
 #define GLM_CTA_ROWS (GLM_WARPS * GLM_RPW)
@@ -215,7 +243,7 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
                                              int row0, int splits) {
   if (splits == 1 || !glm_ql_last_split(counters + blockIdx.x, splits))
     return;
-  for (int i = threadIdx.x; i < GLM_TOKENS * GLM_CTA_ROWS; i += GLM_THREADS) {
+  for (int i = threadIdx.x; i < GLM_TOKENS * GLM_CTA_ROWS; i += GLM_CTA_THREADS) {
     const int tok = i / GLM_CTA_ROWS, row = row0 + i % GLM_CTA_ROWS;
     if (row >= N)
       continue;
@@ -480,6 +508,43 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 }
 #endif
 
+#if GLM_MV_USE_MMA && GLM_MV_XWARP
+// The x warp's staging of x[:, k0 .. k0 + kc) into xs (the layout of glm_stage_x, no x sums):
+// lane l takes units l, l + 32, ... (8 elements of one token each), kXWarpBatch loads in flight
+// before any is stored.
+constexpr int kXWarpUnits = GLM_TOKENS * (GLM_KC / 8); // per chunk
+constexpr int kXWarpPerLane = (kXWarpUnits + 31) / 32;
+constexpr int kXWarpBatch = kXWarpPerLane < 8 ? kXWarpPerLane : 8; // 16 spilled (Q6_K, Q4_0)
+__device__ __forceinline__ void glm_xwarp_stage(const glm_act *__restrict__ x, int K, int k0,
+                                                int kc, glm_bf16 *xs, int lane) {
+  const int units = kc / 8; // per token
+  for (int b0 = 0; b0 < kXWarpUnits; b0 += 32 * kXWarpBatch) {
+    uint4 v[kXWarpBatch];
+#pragma unroll
+    for (int j = 0; j < kXWarpBatch; ++j) {
+      const int u = b0 + 32 * j + lane, tok = u / (GLM_KC / 8), uu = u % (GLM_KC / 8);
+      v[j] = u < kXWarpUnits && uu < units ? *reinterpret_cast<const uint4 *>(
+                              x + static_cast<long long>(tok) * K + k0 + 8 * uu)
+                        : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int j = 0; j < kXWarpBatch; ++j) {
+      const int u = b0 + 32 * j + lane, tok = u / (GLM_KC / 8), uu = u % (GLM_KC / 8);
+      if (u >= kXWarpUnits || uu >= units)
+        continue;
+      // Groups 2uu and 2uu + 1, each as (e, e+2), (e+1, e+3), at their staged places.
+      const uint2 g0 = make_uint2(__byte_perm(v[j].x, v[j].y, 0x5410),
+                                  __byte_perm(v[j].x, v[j].y, 0x7632));
+      const uint2 g1 = make_uint2(__byte_perm(v[j].z, v[j].w, 0x5410),
+                                  __byte_perm(v[j].z, v[j].w, 0x7632));
+      glm_bf16 *row = xs + tok * GLM_XROW;
+      *reinterpret_cast<uint2 *>(row + 4 * glm_x_perm_group(2 * uu)) = g0;
+      *reinterpret_cast<uint2 *>(row + 4 * glm_x_perm_group(2 * uu + 1)) = g1;
+    }
+  }
+}
+#endif
+
 // Register budget. mma path (compute-bound: more resident warps hide more latency): 96 per
 // thread for 128 threads (5 CTAs per SM), 128 for 256 (80 spilled for Q6_K and BF16). fp32 path:
 // 128 (2 CTAs of 256), unbounded with more than 4 tokens (8 accumulators per row; Q6_K spilled
@@ -490,7 +555,7 @@ __device__ __forceinline__ void glm_xraw_issue(const glm_act *__restrict__ x, gl
 // three tokens spilled 4 B at 96.
 #define GLM_MIN_BLOCKS (512 / GLM_THREADS)
 #elif GLM_MV_USE_MMA
-#define GLM_MIN_BLOCKS (640 / GLM_THREADS)
+#define GLM_MIN_BLOCKS (640 / GLM_CTA_THREADS)
 #elif GLM_TOKENS > 4
 #define GLM_MIN_BLOCKS 1
 #else
@@ -548,6 +613,31 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   glm_u8 *xq8 = smem + GLM_SMEM_XS;
   float *xd8 = reinterpret_cast<float *>(xq8 + GLM_XS_BYTES);
   uint32_t *xm8 = reinterpret_cast<uint32_t *>(xd8 + GLM_SPC * 64);
+#endif
+#if GLM_MV_XWARP
+  // Chunk c goes to buffer c % GLM_MV_XWARP: staged[b] completes when the x warp's 32 lanes have
+  // stored it, released[b] when every product warp is done with it (lane 0 of each, after a
+  // __syncwarp). Phase n of each is the buffer's n-th use.
+  unsigned long long *staged = reinterpret_cast<unsigned long long *>(smem + GLM_SMEM_BAR);
+  unsigned long long *released = staged + GLM_MV_XWARP;
+  if (tid == 0)
+    for (int b = 0; b < GLM_MV_XWARP; ++b) {
+      glm_mbar_init(staged + b, 32);
+      glm_mbar_init(released + b, GLM_WARPS);
+    }
+  __syncthreads();
+  if (warp == GLM_WARPS) { // the x warp
+    chain();
+    const int nchunks = (k_end - k_begin + GLM_KC - 1) / GLM_KC;
+    for (int c = 0; c < nchunks; ++c) {
+      const int b = c % GLM_MV_XWARP, k = k_begin + c * GLM_KC;
+      if (c >= GLM_MV_XWARP) // the buffer's last chunk, c - GLM_MV_XWARP, is released
+        glm_mbar_wait(released + b, (c / GLM_MV_XWARP - 1) & 1);
+      glm_xwarp_stage(x, K, k, min(GLM_KC, k_end - k), xs + b * GLM_TOKENS * GLM_XROW, lane);
+      glm_mbar_arrive(staged + b);
+    }
+    return;
+  }
 #endif
 #if GLM_MV_COLS
   for (int i = tid; i < GLM_XROW / 2; i += GLM_THREADS)  // the zero row (the first chunk's
@@ -677,7 +767,24 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   for (int i = 0; i < nsteps; ++i) {
     const int k = k_begin + i * GLM_MV_STEP;
     const int e = (i % GLM_SPC) * GLM_MV_STEP; // the step's offset in the x chunk
+#if GLM_MV_XWARP
     if (e == 0) {
+      const int c = i / GLM_SPC;
+      if (c > 0) { // chunk c - 1 is done in this warp
+        __syncwarp();
+        if (lane == 0)
+          glm_mbar_arrive(released + (c - 1) % GLM_MV_XWARP);
+      }
+      glm_mbar_wait(staged + c % GLM_MV_XWARP, (c / GLM_MV_XWARP) & 1);
+#ifdef GLM_QL_TRACE
+      if (i == 0)
+        GLM_QL_STAMP(2);
+#endif
+    }
+    const glm_bf16 *xc = xs + (i / GLM_SPC) % GLM_MV_XWARP * GLM_TOKENS * GLM_XROW;
+#else
+    const glm_bf16 *xc = xs;
+    if (e == 0 && (!GLM_QL_X_ONCE || i == 0)) {
 #if GLM_MV_XPREFETCH
       if (i == 0)
         glm_cp_async_wait<0>(); // chunk 0's copy is the newest group
@@ -722,6 +829,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
         glm_xraw_issue(x, xraw, K, k + GLM_KC, min(GLM_KC, k_end - k - GLM_KC));
 #endif
     }
+#endif // GLM_MV_XWARP
     issue(i + GLM_STAGES - 1); // into the slot step i - 1 used (released by the __syncwarp)
     glm_cp_async_wait<GLM_STAGES - 1>(); // this thread's copies of step i have landed
     __syncwarp();                        // ... and every lane's
@@ -740,13 +848,16 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #else
     const float *xsum_step = xsum;
 #endif
-#if GLM_MV_XI8
+#if GLM_QL_NO_STEP
+    (void)xsum_step;
+    acc[0] += static_cast<float>(ra[4 * t] ^ rb[4 * t]);
+#elif GLM_MV_XI8
     (void)xsum_step;
     glm_mv_step_i8(ra, rb, xq8 + e, GLM_XROW8, xd8 + e / GLM_MV_STEP * 64,
                    xm8 + e / GLM_MV_STEP * GLM_XI8_SUM_WORDS, min(GLM_MV_STEP, k_end - k), g, t,
                    acc);
 #else
-    glm_mv_step(ra, rb, xs + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
+    glm_mv_step(ra, rb, xc + e, GLM_XROW, xo, xsum_step, min(GLM_MV_STEP, k_end - k), g, t, acc);
 #endif
     __syncwarp(); // the slot may be refilled
   }
@@ -830,7 +941,7 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 }
 
 #if GLM_QL_KIND == 0
-extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(GLM_CTA_THREADS, GLM_MIN_BLOCKS)
     qlinear_decode(const glm_u8 *__restrict__ w,    // {K, N} GGUF blocks
                    const glm_act *__restrict__ x,   // [GLM_TOKENS, K]
                    glm_act *__restrict__ y,         // [GLM_TOKENS, N]

@@ -81,7 +81,8 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // down to `smallest` (every one a multiple of the 256-element step) that divide K: a partial last
 // chunk costs a whole chunk's barrier and x staging for part of the work (H200, Q4_0 lm_head
 // 6144 -> 154880 at one token: x chunks of 4096 161.1 us, of 2048 156.3; Q4_K 151.0 / 148.9;
-// bench/RESULTS.md 2026-11-30). Only when none divides, every size.
+// bench/RESULTS.md 2026-11-30). Only when none divides, every size (all of K first: a chunk
+// that covers K when it fits, smaller ones when it does not).
 std::vector<int64_t> chunkSizes(int64_t K, int64_t smallest) {
   const int64_t first = std::min<int64_t>(roundUp(K, kStep), 16384);
   std::vector<int64_t> v = {first}, all = {first};
@@ -91,7 +92,7 @@ std::vector<int64_t> chunkSizes(int64_t K, int64_t smallest) {
       if (K % kc == 0)
         v.push_back(kc);
     }
-  return first >= K || v.size() > 1 ? v : all;
+  return v.size() > 1 ? v : all;
 }
 
 std::string mmaDecodeName(const std::string &tname, int tokens, int warps, int stages, int64_t kc) {
@@ -107,8 +108,8 @@ bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
 
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, bool xi8,
-                int warps, int stages, int64_t kc, int64_t smem, const TypeInfo &ti, int64_t K,
-                int64_t N, int64_t launchBytes) {
+                int xWarp, int warps, int stages, int64_t kc, int64_t smem, const TypeInfo &ti,
+                int64_t K, int64_t N, int64_t launchBytes) {
   cfg.rows16 = decodeRows16(mma, ti, K);
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
@@ -120,11 +121,13 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   cfg.l1Copies = mma && plain16(ti);
   cfg.xf16 = mma && xf16;
   cfg.xi8 = mma && xi8;
+  cfg.xWarp = mma ? xWarp : 0;
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "");
+                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
+                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "");
   cfg.mma = mma;
   cfg.warps = warps;
-  cfg.threads = warps * 32;
+  cfg.threads = (warps + (cfg.xWarp ? 1 : 0)) * 32;
   cfg.stages = stages;
   cfg.kChunk = static_cast<int>(kc);
   cfg.rowsPerWarp = mma ? 16 : fmaRowsPerWarp(cfg.tokens);
@@ -151,13 +154,15 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
          (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
+int qlinearXWarp(uint32_t type, int tokens) { return type == kQ8_0 && tokens > 4 ? 2 : 0; }
+
 bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes) {
   return xi8Type(type) && tokens >= 2 && tokens <= 4 &&
          (tokens == 2 || weightBytes >= kXi8Bytes);
 }
 
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16, bool rows16, bool xi8) {
+                          bool xf16, bool rows16, bool xi8, int xWarp) {
   const TypeInfo *t = findType(type);
   if (!t)
     return 0;
@@ -175,6 +180,9 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
   if (xi8)
     return int64_t(tokens) * (kChunk + 32) +
            int64_t(kChunk) / kStep * (t->id == kQ6_K ? 192 : 128) * 4 + ring;
+  // The x warp's buffers (rows of kChunk + 16) and their two barriers each (8 bytes).
+  if (xWarp)
+    return int64_t(xWarp) * (int64_t(tokens) * (kChunk + 16) * 2 + 16) + ring;
   const int64_t xs = int64_t(xsRows) * (kChunk + 16) * 2;
   // Q8_0's fp16 quants fold their offset with x sums, which its bf16 step has none of. Up to four
   // tokens stage them; with more the tensor core takes them (GLM_MV_XSUM_MMA, _OFFSET_MMA).
@@ -188,9 +196,11 @@ int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int st
 namespace {
 // selectQLinear, and with fp32Path the decode tiles of the fp32 path whatever the type
 // (qlinearDecodeFp32); xform >= 0 forces the mma decode's x form (qlinearDecodeWith's values).
+// xWarpOk: the kernel may take an x warp (qlinear_decode only).
 glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, int64_t K,
                                            int64_t N, int tokens, bool actF32,
-                                           int64_t launchBytes, bool fp32Path, int xform = -1) {
+                                           int64_t launchBytes, bool fp32Path, int xform = -1,
+                                           bool xWarpOk = true) {
   const TypeInfo *ti = findType(type);
   const std::string act = actF32 ? "f32" : "bf16";
   if (!ti)
@@ -321,13 +331,17 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   const bool xf16 = mma && (xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1);
   const int64_t weightBytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(type, K) * N;
   const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens, weightBytes) : xform == 2);
+  const int xWarp = !mma || xf16 || xi8 || !xWarpOk ? 0
+                    : xform < 0        ? qlinearXWarp(type, tokens)
+                    : xform >= 3       ? xform - 1
+                                       : 0;
   for (int pass = 0; pass < npasses; ++pass) {
     const int64_t budget = passes[pass].budget;
     const bool last = pass + 1 == npasses;
     for (const Cand &c : cands) {
       const int warps = c.warps;
-      const int64_t smem =
-          qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16, rows16, xi8);
+      const int64_t smem = qlinearDecodeSmem(type, mma, tokens, warps, c.stages, int(c.kc), xf16,
+                                             rows16, xi8, xWarp);
       std::string name =
           mma ? mmaDecodeName(tname, tokens, warps, c.stages, c.kc)
               : "qlinear_mv_f32_" + tname + "_" + act + "_t" + std::to_string(tokens) + "_r" +
@@ -338,11 +352,14 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
-      fillDecode(cfg, name, mma, xf16, xi8, warps, c.stages, c.kc, smem, *ti, K, N,
+      fillDecode(cfg, name, mma, xf16, xi8, xWarp, warps, c.stages, c.kc, smem, *ti, K, N,
                  launchBytes);
       return cfg;
     }
   }
+  // The x warp's buffers may leave no chunk size room (one chunk of all of a long K): without.
+  if (xWarp && xform < 0)
+    return selectImpl(tiles, type, K, N, tokens, actF32, launchBytes, fp32Path, xform, false);
   return makeStatus(StatusCode::kUnimplemented, "no qlinear_mv variant fits %s:%s", tiles.name,
                     rejected.c_str());
 }
@@ -383,7 +400,8 @@ glm5rt::StatusOr<QLinearConfig> selectGateUp(const Target &tiles, uint32_t type,
 
 glm5rt::StatusOr<QLinearConfig> selectLinears(const Target &tiles, uint32_t type, int64_t K,
                                               int64_t sumN, int tokens, bool actF32) {
-  auto q = selectQLinear(tiles, type, K, sumN, tokens, actF32);
+  // (The x warp is qlinear_decode's alone.)
+  auto q = selectImpl(tiles, type, K, sumN, tokens, actF32, 0, false, -1, false);
   if (!q.isOk())
     return q.status().withContext("qlinear_decode_multi");
   if (q->kind != QLinearKind::kDecode)
@@ -408,11 +426,13 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeFp32(const Target &tiles, uint32_t 
 namespace {
 // Why the mma decode step of `ti` cannot take x as fp16 (x16) or int8 (x8) at `tokens`; null
 // when it can.
-const char *xformProblem(const TypeInfo &ti, bool x16, bool x8, int tokens) {
+const char *xformProblem(const TypeInfo &ti, bool x16, bool x8, bool xw, int tokens) {
   if (x16 ? ti.xf16Gran < 0 : ti.id == kF16)
     return "fp16 x is for Q4_K, Q5_K, Q8_0 and F16 (which takes nothing else)";
   if (x8 && (!xi8Type(ti.id) || tokens < 2))
     return "int8 x is for Q4_0, Q4_K, Q5_K and Q6_K at two tokens or more";
+  if (xw && (plain16(ti) || tokens <= 4))
+    return "an x warp is for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K above four tokens";
   return nullptr;
 }
 } // namespace
@@ -420,7 +440,8 @@ const char *xformProblem(const TypeInfo &ti, bool x16, bool x8, int tokens) {
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t type, int64_t K,
                                                    int64_t N, int tokens, int xform) {
   const TypeInfo *ti = findType(type);
-  if (const char *problem = ti ? xformProblem(*ti, xform == 1, xform == 2, tokens) : nullptr)
+  if (const char *problem =
+          ti ? xformProblem(*ti, xform == 1, xform == 2, xform >= 3, tokens) : nullptr)
     return makeStatus(StatusCode::kInvalidArgument, "%s at %d tokens: %s", ti->name, tokens,
                       problem);
   return selectImpl(tiles, type, K, N, tokens, false, 0, false, xform);
@@ -440,10 +461,13 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
   const bool rows16 = decodeRows16(true, ti, K);
   const bool x16 = xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1;
   const bool x8 = xform < 0 ? qlinearXi8(type, tokens, qlinearRowBytes(type, K) * N) : xform == 2;
-  if (const char *problem = xformProblem(ti, x16, x8, tokens))
+  const int xw = xform < 0 ? (!x16 && !x8 ? qlinearXWarp(type, tokens) : 0)
+                 : xform >= 3 ? xform - 1
+                              : 0;
+  if (const char *problem = xformProblem(ti, x16, x8, xw > 0, tokens))
     return makeStatus(StatusCode::kInvalidArgument, "%s: %s", cfg->variant.c_str(), problem);
   const int64_t smem =
-      qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16, x8);
+      qlinearDecodeSmem(type, true, tokens, warps, stages, int(kc), x16, rows16, x8, xw);
   const int64_t limit = tiles.maxSharedPerBlock - kStaticSmem;
   if (warps < 1 || warps > 16 || stages < 2 || kc < kStep || kc % kStep != 0 || smem > limit)
     return makeStatus(StatusCode::kInvalidArgument,
@@ -451,7 +475,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       "kc a multiple of %d, and %lld B shared memory within %s's %lld B",
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
-  fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, x8,
+  fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, x8, xw,
              warps, stages, kc, smem, ti, K, N, 0);
   return cfg;
 }
@@ -524,6 +548,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
       s += "#define GLM_MV_XF16 " + std::to_string(cfg.xf16 ? 1 : 0) + "\n";
       if (cfg.xi8)
         s += "#define GLM_MV_XI8 1\n";
+      if (cfg.xWarp)
+        s += "#define GLM_MV_XWARP " + std::to_string(cfg.xWarp) + "\n";
     }
     // The copies' memory path, overridable by a definition before the source (benchmarks' A/B).
     if (cfg.l2Prefetch)

@@ -48,6 +48,10 @@ struct QLinearConfig {
   // mma decode: x staged as int8 per 32-element sub-block and the quants entering an integer
   // mma (GLM_MV_XI8, "_xi8"): see qlinearXi8. Never with xf16.
   bool xi8 = false;
+  // mma decode (qlinear_decode): x staged by one more warp into this many chunk buffers, handed
+  // over through shared-memory barriers (GLM_MV_XWARP, "_xw<N>"; 0: the product warps stage
+  // each chunk between two CTA barriers): see qlinearXWarp. Only with bf16 x.
+  int xWarp = 0;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).
@@ -97,9 +101,10 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeXForm(const Target &tiles, uint32_t
 
 // The mma decode kernel of selectQLinear with chosen tiles instead of the registry's (benchmark
 // A/B of tile choices): an error if the type has no mma step or the tiles do not fit `tiles`.
-// xform: how x enters the mma -- -1 the registry's rules (qlinearXf16, qlinearXi8), 0 bf16, 1
-// fp16 (Q4_K, Q5_K, Q8_0; F16 takes only this), 2 int8 (Q4_0, Q4_K, Q5_K, Q6_K at two tokens
-// or more).
+// xform: how x enters the mma -- -1 the registry's rules (qlinearXf16, qlinearXi8,
+// qlinearXWarp), 0 bf16 staged by the product warps, 1 fp16 (Q4_K, Q5_K, Q8_0; F16 takes only
+// this), 2 int8 (Q4_0, Q4_K, Q5_K, Q6_K at two tokens or more), 3 and 4 bf16 staged by an x warp
+// into two or three buffers (the scaled types above four tokens).
 glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t type, int64_t K,
                                                   int64_t N, int tokens, int warps, int stages,
                                                   int64_t kc, int xform = -1);
@@ -123,6 +128,13 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 // keeps (llama.cpp's q8_1): about 0.4% of a product's norm on random data.
 bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes);
 
+// The x buffers of an x warp (GLM_MV_XWARP; 0: none) for the mma decode of `type` at `tokens`
+// with bf16 x: two for Q8_0 above four tokens. Measured on the H200, SM120 tiles, eight tokens
+// (bench/RESULTS.md 2026-12-01, "the x warp"): Q8_0 5-11% faster (head 287.7 -> 271.7 us, o 42.9
+// -> 38.1); the K-quants and Q4_0, whose 96-register steps lose a fifth CTA per SM to the
+// warp's registers, 3-8% slower. (Every type with scales takes it forced: qlinearDecodeWith.)
+int qlinearXWarp(uint32_t type, int tokens);
+
 // The embedding lookup over a table {H, V} of `type`.
 glm5rt::StatusOr<QLinearConfig> selectQEmbed(const Target &tiles, uint32_t type, int64_t H,
                                              bool actF32 = false);
@@ -138,9 +150,10 @@ QLinearLaunch qlinearLaunch(const QLinearConfig &cfg, const Target &device, int6
 
 // Dynamic shared memory of a decode config (mirrors qlinear.cuh's layout).
 // xf16: the config's GLM_MV_XF16 (Q8_0 then stages x sums); rows16: its GLM_MV_ROWS16 (Q8_0's
-// and Q4_0's ring slots then hold just the step); xi8: its GLM_MV_XI8.
+// and Q4_0's ring slots then hold just the step); xi8: its GLM_MV_XI8; xWarp: its GLM_MV_XWARP
+// (that many chunk buffers and their barriers).
 int64_t qlinearDecodeSmem(uint32_t type, bool mma, int tokens, int warps, int stages, int kChunk,
-                          bool xf16, bool rows16, bool xi8);
+                          bool xf16, bool rows16, bool xi8, int xWarp = 0);
 
 // The translation unit NVRTC compiles for this configuration (constants, then the template).
 std::string qlinearSource(const QLinearConfig &cfg);

@@ -135,10 +135,11 @@ QLinearConfig kc256(QLinearConfig cfg, int T) {
     cfg.stages = 2;
   cfg.l2Prefetch = cfg.mma ? 128 : 0;
   cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16,
-                                      cfg.rows16, cfg.xi8);
+                                      cfg.rows16, cfg.xi8, cfg.xWarp);
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
                 (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "");
+                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
+                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "");
   return cfg;
 }
 
@@ -374,6 +375,44 @@ GPU_TEST(qlinear_decode_xi8) {
         const std::string what = caseName("qlinear_decode int8 x", type, false, T, K, N);
         runDecode(ctx, report, cfg, fn, qw, T, false, true, what, spreadX);
         runDecode(ctx, report, cfg, fn, qw, T, false, false, what, spreadX);
+      }
+}
+
+// The x warp (qlinear.cuh GLM_MV_XWARP: one more warp stages x into two or three buffers handed
+// over through shared-memory barriers) at 5 and 8 tokens, forced for every type with an mma step
+// and scales (the registry takes it for Q8_0): two buffers in the registry's tiles and three in
+// 256-element chunks; and both in 256-element chunks over
+// K = 4096 (16 chunks: every buffer's barriers go through many phases; 4160 for the 32-element
+// blocks, whose last chunk and step are partial). One split and the registry's, launched twice.
+GPU_TEST(qlinear_decode_xwarp) {
+  const int64_t N = 1000;
+  for (GgmlType type :
+       {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+    for (int64_t K : {testK(type), isKQuant(type) ? int64_t(4096) : int64_t(4160)})
+      for (int T : {5, 8}) {
+        QWeight qw{type, K, N, {}};
+        Rng rng(uint32_t(type) + 600);
+        if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+          return;
+        GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
+        if (type == GgmlType::Q8_0 && K == testK(type) && base.xWarp == 0) {
+          report.fail(caseName("qlinear_decode x warp", type, false, T, K, N),
+                      base.variant + ": the registry takes no x warp for Q8_0 above four tokens");
+          continue;
+        }
+        for (int xform : {3, 4}) {
+          const int64_t kc = K >= 4096 || xform == 4 ? 256 : base.kChunk;
+          GPU_TRY(cfg, qlinearDecodeWith(ctx.tiles, uint32_t(type), K, N, T, base.warps,
+                                         base.stages, kc, xform));
+          GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
+          if (ctx.compileOnly)
+            continue;
+          GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
+          const std::string what = caseName("qlinear_decode x warp", type, false, T, K, N) +
+                                   " (" + cfg.variant + ")";
+          runDecode(ctx, report, cfg, fn, qw, T, false, true, what);
+          runDecode(ctx, report, cfg, fn, qw, T, false, false, what);
+        }
       }
 }
 
