@@ -154,7 +154,9 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16) {
          (type == kQ8_0 && tokens <= 4 && (tokens > 1 || rows16));
 }
 
-int qlinearXWarp(uint32_t type, int tokens) { return type == kQ8_0 && tokens > 4 ? 2 : 0; }
+int qlinearXWarp(uint32_t type, int tokens) {
+  return (type == kQ8_0 || type == kQ4_0) && tokens > 4 ? 2 : 0;
+}
 
 bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes) {
   return xi8Type(type) && tokens >= 2 && tokens <= 4 &&
@@ -282,6 +284,14 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
                                      " MiB (faster there)"
                                : std::string(tiles.name) + " has no mma.sync";
   }
+  const bool rows16 = decodeRows16(mma, *ti, K);
+  const bool xf16 = mma && (xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1);
+  const int64_t weightBytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(type, K) * N;
+  const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens, weightBytes) : xform == 2);
+  const int xWarp = !mma || xf16 || xi8 || !xWarpOk ? 0
+                    : xform < 0        ? qlinearXWarp(type, tokens)
+                    : xform >= 3       ? xform - 1
+                                       : 0;
   // Candidates, preferred first. mma: a 2-deep ring (the shared memory it saves buys resident
   // CTAs, which hid latency better than deeper rings on the H200: Q8_0 lm_head T = 1 at 2 stages
   // 340 us, 4 stages 385 us), then larger x chunks (fewer CTA barriers).
@@ -292,6 +302,12 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   };
   std::vector<Cand> cands;
   if (mma) {
+    // With an x warp, first four product warps and 256-element chunks, in the first pass that
+    // leaves two CTAs per SM: its chunks cost no CTA barrier, and on the H200 (SM120 tiles, eight
+    // tokens) 256-element chunks beat 512 for every type (Q8_0 head 277 against 288 us, Q4_0
+    // 194 against 206) and eight warps lost to four (Q4_0 head 198 against 194).
+    if (xWarp)
+      cands.push_back({4, 2, kStep});
     std::vector<int> warpChoices = {mmaWarps(tokens)};
     if (warpChoices[0] != 4)
       warpChoices.push_back(4);
@@ -325,16 +341,12 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
   const Pass manyPasses[] = {
       {three, 1024}, {comfortable, 1024}, {three, 512}, {comfortable, 0}, {limit, 0}};
   const Pass mmaPasses[] = {{three, 512}, {comfortable, 0}, {limit, 0}};
-  const Pass *passes = !mma ? fp32Passes : tokens > 4 ? manyPasses : mmaPasses;
-  const int npasses = !mma || tokens <= 4 ? 3 : 5;
-  const bool rows16 = decodeRows16(mma, *ti, K);
-  const bool xf16 = mma && (xform < 0 ? qlinearXf16(type, tokens, rows16) : xform == 1);
-  const int64_t weightBytes = launchBytes > 0 ? launchBytes : qlinearRowBytes(type, K) * N;
-  const bool xi8 = mma && (xform < 0 ? qlinearXi8(type, tokens, weightBytes) : xform == 2);
-  const int xWarp = !mma || xf16 || xi8 || !xWarpOk ? 0
-                    : xform < 0        ? qlinearXWarp(type, tokens)
-                    : xform >= 3       ? xform - 1
-                                       : 0;
+  const Pass xWarpPasses[] = {{comfortable, 0}, {limit, 0}};
+  const Pass *passes = !mma       ? fp32Passes
+                       : xWarp    ? xWarpPasses
+                       : tokens > 4 ? manyPasses
+                                    : mmaPasses;
+  const int npasses = !mma || tokens <= 4 ? 3 : xWarp ? 2 : 5;
   for (int pass = 0; pass < npasses; ++pass) {
     const int64_t budget = passes[pass].budget;
     const bool last = pass + 1 == npasses;

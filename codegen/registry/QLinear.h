@@ -129,10 +129,11 @@ bool qlinearXf16(uint32_t type, int tokens, bool rows16);
 bool qlinearXi8(uint32_t type, int tokens, int64_t weightBytes);
 
 // The x buffers of an x warp (GLM_MV_XWARP; 0: none) for the mma decode of `type` at `tokens`
-// with bf16 x: two for Q8_0 above four tokens. Measured on the H200, SM120 tiles, eight tokens
-// (bench/RESULTS.md 2026-12-01, "the x warp"): Q8_0 5-11% faster (head 287.7 -> 271.7 us, o 42.9
-// -> 38.1); the K-quants and Q4_0, whose 96-register steps lose a fifth CTA per SM to the
-// warp's registers, 3-8% slower. (Every type with scales takes it forced: qlinearDecodeWith.)
+// with bf16 x: two for Q8_0 and Q4_0 above four tokens. Measured on the H200, SM120 tiles, eight
+// tokens (bench/RESULTS.md 2026-12-01, "the x warp"): Q8_0 5-11% faster (head 287.7 -> 271.7 us,
+// o 42.9 -> 38.1), Q4_0's mid-size products 5-7% (o 30.9 -> 28.6), its head even; the K-quants,
+// whose 96-register steps lose a fifth CTA per SM to the warp's registers, 3-12% slower.
+// (Every type with scales takes it forced: qlinearDecodeWith.)
 int qlinearXWarp(uint32_t type, int tokens);
 
 // The embedding lookup over a table {H, V} of `type`.

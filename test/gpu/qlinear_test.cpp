@@ -380,10 +380,10 @@ GPU_TEST(qlinear_decode_xi8) {
 
 // The x warp (qlinear.cuh GLM_MV_XWARP: one more warp stages x into two or three buffers handed
 // over through shared-memory barriers) at 5 and 8 tokens, forced for every type with an mma step
-// and scales (the registry takes it for Q8_0): two buffers in the registry's tiles and three in
-// 256-element chunks; and both in 256-element chunks over
-// K = 4096 (16 chunks: every buffer's barriers go through many phases; 4160 for the 32-element
-// blocks, whose last chunk and step are partial). One split and the registry's, launched twice.
+// and scales (the registry takes it for Q8_0 and Q4_0): two buffers in the registry's tiles and
+// three in 256-element chunks; and both in 256-element chunks over K = 4096 (16 chunks: every
+// buffer's barriers go through many phases; 4160 for the 32-element blocks, whose last chunk
+// and step are partial). One split and the registry's, launched twice.
 GPU_TEST(qlinear_decode_xwarp) {
   const int64_t N = 1000;
   for (GgmlType type :
@@ -395,9 +395,11 @@ GPU_TEST(qlinear_decode_xwarp) {
         if (!ctx.compileOnly && !makeWeight(qw, rng, report))
           return;
         GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
-        if (type == GgmlType::Q8_0 && K == testK(type) && base.xWarp == 0) {
+        const bool ruled = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+        if (ruled && K == testK(type) && base.xWarp == 0) {
           report.fail(caseName("qlinear_decode x warp", type, false, T, K, N),
-                      base.variant + ": the registry takes no x warp for Q8_0 above four tokens");
+                      base.variant + ": the registry takes no x warp for Q8_0 and Q4_0 above "
+                                     "four tokens");
           continue;
         }
         for (int xform : {3, 4}) {
