@@ -273,6 +273,12 @@ __device__ __forceinline__ void glm_ql_fixup(glm_act *y, const float *ws, unsign
 // GLM_MV_XF16: the values are staged as fp16 of x * xsc (xsc a power of two), the x sums are
 // those fp16 values' sums, and the result is the largest |x * xsc| this thread staged (over
 // 65504: some value became inf, and the caller stages the chunk again with a smaller xsc).
+// A unit's 8 values (16 bytes of bf16 in element order) as the staged groups 2u and 2u + 1, each
+// in the order (e, e+2), (e+1, e+3) (dequant.cuh glm_x_perm_group).
+__device__ __forceinline__ void glm_x_unit_groups(const uint4 &v, uint2 &g0, uint2 &g1) {
+  g0 = make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+  g1 = make_uint2(__byte_perm(v.z, v.w, 0x5410), __byte_perm(v.z, v.w, 0x7632));
+}
 constexpr int kXUnits = GLM_KC / 8; // per token and chunk
 constexpr int kXTokStride = GLM_THREADS % kXUnits == 0 ? GLM_THREADS / kXUnits : 1;
 constexpr int kXInner = kXTokStride > 1 ? 1 : (kXUnits + GLM_THREADS - 1) / GLM_THREADS;
@@ -336,11 +342,8 @@ __device__ __forceinline__ float glm_stage_x(const glm_act *__restrict__ src0, i
           asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[q]) : "f"(hi), "f"(lo));
         }
 #endif
-        // Groups 2u and 2u + 1, each as (e, e+2), (e+1, e+3).
-        const uint2 g0 = make_uint2(__byte_perm(v[b].x, v[b].y, 0x5410),
-                                    __byte_perm(v[b].x, v[b].y, 0x7632));
-        const uint2 g1 = make_uint2(__byte_perm(v[b].z, v[b].w, 0x5410),
-                                    __byte_perm(v[b].z, v[b].w, 0x7632));
+        uint2 g0, g1;
+        glm_x_unit_groups(v[b], g0, g1);
         if (u < units) {
           glm_bf16 *d = dst + 8 * GLM_THREADS * j;
 #if GLM_MV_P8
@@ -532,11 +535,8 @@ __device__ __forceinline__ void glm_xwarp_stage(const glm_act *__restrict__ x, i
       const int u = b0 + 32 * j + lane, tok = u / (GLM_KC / 8), uu = u % (GLM_KC / 8);
       if (u >= kXWarpUnits || uu >= units)
         continue;
-      // Groups 2uu and 2uu + 1, each as (e, e+2), (e+1, e+3), at their staged places.
-      const uint2 g0 = make_uint2(__byte_perm(v[j].x, v[j].y, 0x5410),
-                                  __byte_perm(v[j].x, v[j].y, 0x7632));
-      const uint2 g1 = make_uint2(__byte_perm(v[j].z, v[j].w, 0x5410),
-                                  __byte_perm(v[j].z, v[j].w, 0x7632));
+      uint2 g0, g1; // groups 2uu and 2uu + 1, to their staged places
+      glm_x_unit_groups(v[j], g0, g1);
       glm_bf16 *row = xs + tok * GLM_XROW;
       *reinterpret_cast<uint2 *>(row + 4 * glm_x_perm_group(2 * uu)) = g0;
       *reinterpret_cast<uint2 *>(row + 4 * glm_x_perm_group(2 * uu + 1)) = g1;
