@@ -127,6 +127,28 @@ void runDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, cu::Fun
   }
 }
 
+// Builds `cfg` and, unless compiling only, runs it through runDecode at one split and at the
+// registry's. False (reported) when the build or the entry lookup failed.
+bool buildAndRunDecode(Context &ctx, Reporter &report, const QLinearConfig &cfg, const QWeight &qw,
+                       int T, bool f32, const std::string &what,
+                       void (*widen)(std::vector<float> &, int64_t K) = nullptr) {
+  auto mod = ctx.build(cfg.variant, qlinearSource(cfg));
+  if (!mod.isOk()) {
+    report.fail("ctx.build(cfg.variant, qlinearSource(cfg))", mod.status().message());
+    return false;
+  }
+  if (ctx.compileOnly)
+    return true;
+  auto fn = ctx.function(*mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem));
+  if (!fn.isOk()) {
+    report.fail("ctx.function(mod, cfg.entry)", fn.status().message());
+    return false;
+  }
+  runDecode(ctx, report, cfg, *fn, qw, T, f32, true, what, widen);
+  runDecode(ctx, report, cfg, *fn, qw, T, f32, false, what, widen);
+  return true;
+}
+
 // The 256-element-chunk, 2-stage variant of a decode config (every step restages x), its mma
 // copies with the L2 prefetch that large products take (the registry's own tests run without).
 QLinearConfig kc256(QLinearConfig cfg, int T) {
@@ -207,15 +229,9 @@ GPU_TEST(qlinear_decode_chunks) {
         if (!ctx.compileOnly && !makeWeight(qw, rng, report))
           return;
         GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), qw.K, N, T, f32));
-        const QLinearConfig cfg = kc256(base, T);
-        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-        if (ctx.compileOnly)
-          continue;
-        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-        runDecode(ctx, report, cfg, fn, qw, T, f32, true,
-                  caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
-        runDecode(ctx, report, cfg, fn, qw, T, f32, false,
-                  caseName("qlinear_decode kc256", type, f32, T, qw.K, N));
+        if (!buildAndRunDecode(ctx, report, kc256(base, T), qw, T, f32,
+                               caseName("qlinear_decode kc256", type, f32, T, qw.K, N)))
+          return;
       }
 }
 
@@ -324,14 +340,9 @@ GPU_TEST(qlinear_decode_wide_x) {
       Rng rng(uint32_t(type) + 300);
       if (!ctx.compileOnly && !makeWeight(qw, rng, report))
         return;
-      const QLinearConfig cfg = kc256(base, T);
-      GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-      if (ctx.compileOnly)
-        continue;
-      GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-      const std::string what = caseName("qlinear_decode wide x", type, false, T, K, N);
-      runDecode(ctx, report, cfg, fn, qw, T, false, true, what, widenX);
-      runDecode(ctx, report, cfg, fn, qw, T, false, false, what, widenX);
+      if (!buildAndRunDecode(ctx, report, kc256(base, T), qw, T, false,
+                             caseName("qlinear_decode wide x", type, false, T, K, N), widenX))
+        return;
     }
 }
 
@@ -367,14 +378,9 @@ GPU_TEST(qlinear_decode_xi8) {
         GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(type), K, N, T, false));
         GPU_TRY(forced, qlinearDecodeWith(ctx.tiles, uint32_t(type), K, N, T, base.warps,
                                           base.stages, base.kChunk, 2));
-        const QLinearConfig cfg = K >= 4096 ? kc256(forced, T) : forced;
-        GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-        if (ctx.compileOnly)
-          continue;
-        GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-        const std::string what = caseName("qlinear_decode int8 x", type, false, T, K, N);
-        runDecode(ctx, report, cfg, fn, qw, T, false, true, what, spreadX);
-        runDecode(ctx, report, cfg, fn, qw, T, false, false, what, spreadX);
+        if (!buildAndRunDecode(ctx, report, K >= 4096 ? kc256(forced, T) : forced, qw, T, false,
+                               caseName("qlinear_decode int8 x", type, false, T, K, N), spreadX))
+          return;
       }
 }
 
@@ -406,14 +412,10 @@ GPU_TEST(qlinear_decode_xwarp) {
           const int64_t kc = K >= 4096 || xform == 4 ? 256 : base.kChunk;
           GPU_TRY(cfg, qlinearDecodeWith(ctx.tiles, uint32_t(type), K, N, T, base.warps,
                                          base.stages, kc, xform));
-          GPU_TRY(mod, ctx.build(cfg.variant, qlinearSource(cfg)));
-          if (ctx.compileOnly)
-            continue;
-          GPU_TRY(fn, ctx.function(mod, cfg.entry.c_str(), static_cast<int>(cfg.dynamicSmem)));
-          const std::string what = caseName("qlinear_decode x warp", type, false, T, K, N) +
-                                   " (" + cfg.variant + ")";
-          runDecode(ctx, report, cfg, fn, qw, T, false, true, what);
-          runDecode(ctx, report, cfg, fn, qw, T, false, false, what);
+          if (!buildAndRunDecode(ctx, report, cfg, qw, T, false,
+                                 caseName("qlinear_decode x warp", type, false, T, K, N) + " (" +
+                                     cfg.variant + ")"))
+            return;
         }
       }
 }
