@@ -550,9 +550,14 @@ __device__ __forceinline__ void glm_xwarp_stage(const glm_act *__restrict__ x, i
 // 128 (2 CTAs of 256), unbounded with more than 4 tokens (8 accumulators per row; Q6_K spilled
 // at 128). Some bound is needed: with the thread count alone ptxas picked 48 registers for some
 // instantiations and spilled.
-#if GLM_MV_USE_MMA && GLM_QL_KIND >= 3
-// The experts' pair and offsets: Q6_K spilled at 96; glm.linears' product selection: Q8_0 at
-// three tokens spilled 4 B at 96.
+#if GLM_MV_USE_MMA && GLM_QL_KIND == 4 && (GLM_MV_ALIGNED16 || GLM_MV_ROWS16)
+// The routed experts' down product on whole-chunk copies fits 96 (GLM-5's 8 pairs of Q6_K
+// down on the H200: 32.1 -> 31.4 us, five CTAs per SM instead of four; bench/RESULTS.md
+// 2026-12-01 "MoE down").
+#define GLM_MIN_BLOCKS (640 / GLM_THREADS)
+#elif GLM_MV_USE_MMA && GLM_QL_KIND >= 3
+// The experts' pair and offsets: Q6_K spilled at 96 (the down product on the 2-aligned copy
+// path: 4 B); glm.linears' product selection: Q8_0 at three tokens spilled 4 B at 96.
 #define GLM_MIN_BLOCKS (512 / GLM_THREADS)
 #elif GLM_MV_USE_MMA
 #define GLM_MIN_BLOCKS (640 / GLM_CTA_THREADS)
