@@ -135,6 +135,16 @@ static_assert(GLM_KC % GLM_MV_STEP == 0, "x chunks are whole 256-element steps")
 #define GLM_MV_PF 0
 #endif
 #define GLM_SPC (GLM_KC / GLM_MV_STEP) // steps per x chunk
+// GLM_MV_LATE_FILL (the registry's QLinearConfig::lateFill: Q6_K at one token): the ring's
+// first GLM_STAGES - 1 steps are issued once the first x chunk is staged, not before the grid
+// chain, so that x's loads do not queue behind them. The commit groups keep their order (one
+// per step, step 0 first), which the x prefetch's accounting would not survive.
+#ifndef GLM_MV_LATE_FILL
+#define GLM_MV_LATE_FILL 0
+#endif
+static_assert(!GLM_MV_LATE_FILL || (GLM_QL_KIND == 0 && !GLM_MV_XWARP &&
+                                    !(GLM_MV_PLAIN16 && GLM_TOKENS > 4)),
+              "the late first fill: qlinear_decode, without the x warp or the x prefetch");
 // Staged x: token rows of GLM_KC bf16 plus 16 (32 bytes: the eight rows an 8-byte fragment load
 // touches start 8 banks apart, conflict-free per half-warp).
 #define GLM_XROW (GLM_KC + 16)
@@ -571,10 +581,11 @@ __device__ __forceinline__ void glm_xwarp_stage(const glm_act *__restrict__ x, i
 // emit(slot, row, tok, value), row < N and tok < GLM_TOKENS, where `slot` is a compile-time index
 // (< GLM_EMIT_SLOTS) that names the same (row, tok) for this thread in every call: a caller can
 // keep one product's results in registers and combine them with a second product's.
-// chain() runs once, after the mma path has issued its first weight copies and before anything
-// reads x or global memory other than w: a kernel whose w and arguments do not depend on its
-// predecessor waits for that predecessor there (glm_grid_chain), so its weights stream in while
-// the predecessor finishes (w is never written by a kernel of the step).
+// chain() runs once, after the mma path has issued its first weight copies (with
+// GLM_MV_LATE_FILL, before them) and before anything reads x or global memory other than w: a
+// kernel whose w and arguments do not depend on its predecessor waits for that predecessor there
+// (glm_grid_chain), so its weights stream in while the predecessor finishes (w is never written
+// by a kernel of the step).
 // kPaired (mma path only): two products of the same shape and x in one pipeline -- warps
 // [0, GLM_WARPS / 2) stream rows [row0, row0 + GLM_CTA_ROWS / 2) of w, the other half the same
 // rows of w2 -- whose results are emitted as rows N + row. One ring fill, one x staging per chunk
@@ -741,8 +752,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
   // chunk c's copy, and waiting for all but the newest kXRawPending leaves the step's own weights
   // in flight while the chunk is staged (GLM_SPC >= 2).
   constexpr int kXRawPending = GLM_STAGES - 1 < GLM_SPC - 1 ? GLM_STAGES - 1 : GLM_SPC - 1;
-  for (int s = 0; s < GLM_STAGES - 1; ++s)
-    issue(s);
+  if (!GLM_MV_LATE_FILL)
+    for (int s = 0; s < GLM_STAGES - 1; ++s)
+      issue(s);
   chain();
   GLM_QL_STAMP(1);
   if (GLM_MV_XPREFETCH) {
@@ -835,6 +847,9 @@ __device__ __forceinline__ void glm_ql_decode_cta(const glm_u8 *__restrict__ w,
 #endif
     }
 #endif // GLM_MV_XWARP
+    if (GLM_MV_LATE_FILL && i == 0) // the first fill, after chunk 0 is staged
+      for (int s = 0; s < GLM_STAGES - 1; ++s)
+        issue(s);
     issue(i + GLM_STAGES - 1); // into the slot step i - 1 used (released by the __syncwarp)
     glm_cp_async_wait<GLM_STAGES - 1>(); // this thread's copies of step i have landed
     __syncwarp();                        // ... and every lane's

@@ -106,10 +106,25 @@ bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
   return mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
 }
 
+// The ring's first fill after the first x chunk (GLM_MV_LATE_FILL) for a lone qlinear_decode:
+// Q6_K at one token on products under 256 MiB whose rows are all 16-byte aligned (the
+// whole-chunk copies; on the 2-byte-aligned path the late fill spilled), whose fill issued
+// before the chain (7 copies per lane and step, against Q4_K's 5) delays the x staging behind
+// it. On the H200 (SM120 tiles,
+// bench/RESULTS.md 2026-12-01 "the first fill after x") every such product gained 1-5% (o 32.4
+// -> 31.8 us, dense gate 26.2 -> 25.2, q_a 8.3 -> 7.9); the Q6_K head, whose CTAs mostly start
+// while others stream, lost 0.4%; Q4_K and Q8_0 were even or lost up to 2%, eight tokens lost
+// 2-7%, and the experts' down product, whose chain comes first anyway, lost 6%.
+constexpr int64_t kLateFillBytes = int64_t(256) << 20;
+bool qlinearLateFill(uint32_t type, int tokens, int64_t bytes, bool rows16) {
+  return type == kQ6_K && tokens == 1 && bytes < kLateFillBytes && rows16;
+}
+
 // The decode fields of `cfg` for one candidate (kind, entry, type and tokens already set).
+// lateFillOk: the kernel is a lone qlinear_decode (qlinearLateFill may apply).
 void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16, bool xi8,
                 int xWarp, int warps, int stages, int64_t kc, int64_t smem, const TypeInfo &ti,
-                int64_t K, int64_t N, int64_t launchBytes) {
+                int64_t K, int64_t N, int64_t launchBytes, bool lateFillOk) {
   cfg.rows16 = decodeRows16(mma, ti, K);
   // The mma copies' memory path, measured on the H200 (bench/RESULTS.md "L2 prefetch"): a
   // launch streaming at least 32 MiB of weights has L2 fetch whole 128-byte lines (one-token
@@ -122,9 +137,10 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   cfg.xf16 = mma && xf16;
   cfg.xi8 = mma && xi8;
   cfg.xWarp = mma ? xWarp : 0;
+  cfg.lateFill = mma && lateFillOk && qlinearLateFill(ti.id, cfg.tokens, bytes, cfg.rows16);
   cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
-                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "");
+                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "") + (cfg.lateFill ? "_lf" : "");
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = (warps + (cfg.xWarp ? 1 : 0)) * 32;
@@ -364,8 +380,9 @@ glm5rt::StatusOr<QLinearConfig> selectImpl(const Target &tiles, uint32_t type, i
                       tiles.name + " allows " + std::to_string(limit) + " B";
         continue;
       }
+      // A lone qlinear_decode: not glm.linears (no x warp either) nor a pair's product.
       fillDecode(cfg, name, mma, xf16, xi8, xWarp, warps, c.stages, c.kc, smem, *ti, K, N,
-                 launchBytes);
+                 launchBytes, xWarpOk && launchBytes == 0);
       return cfg;
     }
   }
@@ -488,7 +505,7 @@ glm5rt::StatusOr<QLinearConfig> qlinearDecodeWith(const Target &tiles, uint32_t 
                       warps, stages, static_cast<long long>(kc), cfg->variant.c_str(), kStep,
                       static_cast<long long>(smem), tiles.name, static_cast<long long>(limit));
   fillDecode(*cfg, mmaDecodeName(lower(ti.name), tokens, warps, stages, kc), true, x16, x8, xw,
-             warps, stages, kc, smem, ti, K, N, 0);
+             warps, stages, kc, smem, ti, K, N, 0, true);
   return cfg;
 }
 
@@ -562,6 +579,8 @@ std::string qlinearSource(const QLinearConfig &cfg) {
         s += "#define GLM_MV_XI8 1\n";
       if (cfg.xWarp)
         s += "#define GLM_MV_XWARP " + std::to_string(cfg.xWarp) + "\n";
+      if (cfg.lateFill)
+        s += "#define GLM_MV_LATE_FILL 1\n";
     }
     // The copies' memory path, overridable by a definition before the source (benchmarks' A/B).
     if (cfg.l2Prefetch)

@@ -52,6 +52,9 @@ struct QLinearConfig {
   // over through shared-memory barriers (GLM_MV_XWARP, "_xw<N>"; 0: the product warps stage
   // each chunk between two CTA barriers): see qlinearXWarp. Only with bf16 x.
   int xWarp = 0;
+  // mma qlinear_decode: the ring's first fill issued after the first x chunk is staged instead
+  // of before the grid chain (GLM_MV_LATE_FILL, "_lf"): see qlinearLateFill.
+  bool lateFill = false;
 };
 
 // Where a config launches for one problem: the runtime's definition (runtime/launch).

@@ -161,7 +161,7 @@ QLinearConfig kc256(QLinearConfig cfg, int T) {
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
                 (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
                 (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
-                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "");
+                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "") + (cfg.lateFill ? "_lf" : "");
   return cfg;
 }
 
@@ -233,6 +233,29 @@ GPU_TEST(qlinear_decode_chunks) {
                                caseName("qlinear_decode kc256", type, f32, T, qw.K, N)))
           return;
       }
+}
+
+// The late first fill (qlinear.cuh GLM_MV_LATE_FILL: Q6_K at one token, rows 16-byte aligned):
+// the ring's first steps issued after the first x chunk is staged, at the registry's chunks and
+// at 256-element chunks (x restaged every step), one split and the registry's.
+GPU_TEST(qlinear_decode_late_fill) {
+  const int64_t N = 200;
+  for (int64_t K : {int64_t(2048), int64_t(4096)}) {
+    QWeight qw{GgmlType::Q6_K, K, N, {}};
+    Rng rng(uint32_t(K) + 250);
+    if (!ctx.compileOnly && !makeWeight(qw, rng, report))
+      return;
+    GPU_TRY(base, selectQLinear(ctx.tiles, uint32_t(GgmlType::Q6_K), K, N, 1, false));
+    if (!base.lateFill) {
+      report.fail("qlinear_decode_late_fill K=" + std::to_string(K),
+                  base.variant + " does not take the late first fill");
+      return;
+    }
+    for (const QLinearConfig &cfg : {base, kc256(base, 1)})
+      if (!buildAndRunDecode(ctx, report, cfg, qw, 1, false,
+                             caseName("qlinear_decode late fill", GgmlType::Q6_K, false, 1, K, N)))
+        return;
+  }
 }
 
 GPU_TEST(qlinear_prefill) {
