@@ -107,14 +107,14 @@ bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
 }
 
 // The ring's first fill after the first x chunk (GLM_MV_LATE_FILL) for a lone qlinear_decode:
-// Q6_K at one token on products under 256 MiB whose rows are all 16-byte aligned (the
-// whole-chunk copies; on the 2-byte-aligned path the late fill spilled), whose fill issued
-// before the chain (7 copies per lane and step, against Q4_K's 5) delays the x staging behind
-// it. On the H200 (SM120 tiles,
-// bench/RESULTS.md 2026-12-01 "the first fill after x") every such product gained 1-5% (o 32.4
-// -> 31.8 us, dense gate 26.2 -> 25.2, q_a 8.3 -> 7.9); the Q6_K head, whose CTAs mostly start
-// while others stream, lost 0.4%; Q4_K and Q8_0 were even or lost up to 2%, eight tokens lost
-// 2-7%, and the experts' down product, whose chain comes first anyway, lost 6%.
+// Q6_K at one token, on products under 256 MiB whose rows are all 16-byte aligned (the
+// whole-chunk copies; on the 2-byte-aligned path the late fill spilled). Issued before the
+// chain, a Q6_K step's fill (7 copies per lane, against Q4_K's 5) delays the x staging behind
+// it. On the H200 (SM120 tiles, bench/RESULTS.md 2026-12-01 "the first fill after x") every
+// such product gained 1-5% (o 32.4 -> 31.8 us, dense gate 26.2 -> 25.2, q_a 8.3 -> 7.9); the
+// Q6_K head, whose CTAs mostly start while others stream, lost 0.4%; Q4_0, Q4_K, Q5_K and Q8_0
+// were even or lost up to 2%, eight tokens lost 2-7%, and the experts' down product, whose chain
+// comes first anyway, lost 6%.
 constexpr int64_t kLateFillBytes = int64_t(256) << 20;
 bool qlinearLateFill(uint32_t type, int tokens, int64_t bytes, bool rows16) {
   return type == kQ6_K && tokens == 1 && bytes < kLateFillBytes && rows16;
