@@ -106,6 +106,16 @@ bool decodeRows16(bool mma, const TypeInfo &ti, int64_t K) {
   return mma && !ti.aligned16 && qlinearRowBytes(ti.id, K) % 16 == 0;
 }
 
+} // namespace
+
+std::string qlinearDecodeSuffix(const QLinearConfig &cfg) {
+  return std::string(cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
+         (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
+         (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "") + (cfg.lateFill ? "_lf" : "");
+}
+
+namespace {
+
 // The ring's first fill after the first x chunk (GLM_MV_LATE_FILL) for a lone qlinear_decode:
 // Q6_K at one token, on products under 256 MiB whose rows are all 16-byte aligned (the
 // whole-chunk copies; on the 2-byte-aligned path the late fill spilled). Issued before the
@@ -138,9 +148,7 @@ void fillDecode(QLinearConfig &cfg, const std::string &name, bool mma, bool xf16
   cfg.xi8 = mma && xi8;
   cfg.xWarp = mma ? xWarp : 0;
   cfg.lateFill = mma && lateFillOk && qlinearLateFill(ti.id, cfg.tokens, bytes, cfg.rows16);
-  cfg.variant = name + (cfg.rows16 ? "_r16" : "") + (cfg.l2Prefetch ? "_pf128" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
-                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "") + (cfg.lateFill ? "_lf" : "");
+  cfg.variant = name + qlinearDecodeSuffix(cfg);
   cfg.mma = mma;
   cfg.warps = warps;
   cfg.threads = (warps + (cfg.xWarp ? 1 : 0)) * 32;

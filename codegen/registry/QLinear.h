@@ -57,6 +57,10 @@ struct QLinearConfig {
   bool lateFill = false;
 };
 
+// A decode variant's name after its tiles: its copies' and x form's flags ("_r16", "_pf128",
+// "_l1", "_xf16", "_xi8", "_xw<N>", "_lf", in that order).
+std::string qlinearDecodeSuffix(const QLinearConfig &cfg);
+
 // Where a config launches for one problem: the runtime's definition (runtime/launch).
 using QLinearLaunch = glm5rt::launch::QLinearGrid;
 

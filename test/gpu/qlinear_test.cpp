@@ -159,9 +159,7 @@ QLinearConfig kc256(QLinearConfig cfg, int T) {
   cfg.dynamicSmem = qlinearDecodeSmem(cfg.type, cfg.mma, T, cfg.warps, cfg.stages, 256, cfg.xf16,
                                       cfg.rows16, cfg.xi8, cfg.xWarp);
   cfg.variant = cfg.variant.substr(0, cfg.variant.rfind("_kc")) + "_kc256" +
-                (cfg.mma ? "_s2_pf128" : "") + (cfg.rows16 ? "_r16" : "") +
-                (cfg.l1Copies ? "_l1" : "") + (cfg.xf16 ? "_xf16" : "") + (cfg.xi8 ? "_xi8" : "") +
-                (cfg.xWarp ? "_xw" + std::to_string(cfg.xWarp) : "") + (cfg.lateFill ? "_lf" : "");
+                (cfg.mma ? "_s2" : "") + qlinearDecodeSuffix(cfg);
   return cfg;
 }
 
