@@ -18,6 +18,12 @@ __device__ __forceinline__ float glm_bf16_to_f32(glm_bf16 h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
 }
 
+// Four bf16 values packed low half first (as glm_pack_bf16x2 packs them), widened.
+__device__ __forceinline__ float4 glm_unpack_bf16x4(uint2 h) {
+  return make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
+                     __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
+}
+
 __device__ __forceinline__ glm_bf16 glm_f32_to_bf16(float f) {
   glm_bf16 r;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));

@@ -117,13 +117,35 @@ static_assert(!GLM_Q_GLOBAL || GLM_HEADS != 8, "the 8-head layout reads Q from s
 static_assert(GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2 <= GLM_SMEM_KV,
               "the partial scores and P fit in Q's region");
 
-// The merge (after the tile loop) reuses the ring: the staged partial output (fp32, rows padded
-// by 8 floats against bank conflicts of the fragment stores) and its log-sum-exp. Clusters have
-// at most GLM_MAX_CLUSTER CTAs (the portable limit); the number of clusters per (request, head
+// The merge (after the tile loop) reuses the ring: the staged partial output (rows padded by 8
+// values against bank conflicts of the fragment stores) and its log-sum-exp. Clusters have at
+// most GLM_MAX_CLUSTER CTAs (the portable limit); the number of clusters per (request, head
 // group) is not bounded by the kernel.
+// GLM_MLA_PART_BF16 (default 1): every partial output -- staged in shared memory for the
+// cluster merge, or written to o_part for stage 2 and the spread merge -- is bf16; the lse values
+// stay fp32. The partials' bytes bounded the cluster merge (1.45 µs at 8 heads, 2.27 at 16, batch
+// 1, as fp32). A normalized partial is a convex combination of the bf16 cache's values, so bf16
+// keeps its range, and its rounding (2^-9 of the partial's magnitude) is of the order of the one P
+// already takes as bf16 before P V. 0: fp32 partials (runtime/launch sizes o_part for bf16).
+#ifndef GLM_MLA_PART_BF16
+#define GLM_MLA_PART_BF16 1
+#endif
+#if GLM_MLA_PART_BF16
+typedef glm_bf16 glm_mla_part_t;
+typedef uint2 glm_mla_part4_t; // four partial values as loaded
+__device__ __forceinline__ float4 glm_mla_widen(uint2 v) { return glm_unpack_bf16x4(v); }
+__device__ __forceinline__ uint2 glm_mla_ld_cluster4(uint32_t a) { return glm_ld_cluster_u32x2(a); }
+#else
+typedef float glm_mla_part_t;
+typedef float4 glm_mla_part4_t;
+__device__ __forceinline__ float4 glm_mla_widen(float4 v) { return v; }
+__device__ __forceinline__ float4 glm_mla_ld_cluster4(uint32_t a) {
+  return glm_ld_cluster_f32x4(a);
+}
+#endif
 #define GLM_MAX_CLUSTER 8
 #define GLM_STAGE_ROW (GLM_D_LATENT + 8)
-#define GLM_MERGE_BYTES ((GLM_HEADS * GLM_STAGE_ROW + GLM_HEADS) * 4)
+#define GLM_MERGE_BYTES (GLM_HEADS * GLM_STAGE_ROW * sizeof(glm_mla_part_t) + GLM_HEADS * 4)
 static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
               "the merge's staging fits in the ring");
 
@@ -237,6 +259,40 @@ __device__ __forceinline__ void glm_mla_move_ref(float tm, float &m_ref, float &
   m_ref = m_new;
 }
 
+// Values v0, v1 to columns c and c + dc of a row (dc == 1: c even, one vector store), as fp32
+// or bf16.
+__device__ __forceinline__ void glm_mla_put2(float *row, int c, int dc, float v0, float v1) {
+  if (dc == 1) {
+    *reinterpret_cast<float2 *>(row + c) = make_float2(v0, v1);
+  } else {
+    row[c] = v0;
+    row[c + dc] = v1;
+  }
+}
+__device__ __forceinline__ void glm_mla_put2(glm_bf16 *row, int c, int dc, float v0, float v1) {
+  if (dc == 1) {
+    *reinterpret_cast<uint32_t *>(row + c) = glm_pack_bf16x2(v0, v1);
+  } else {
+    row[c] = glm_f32_to_bf16(v0);
+    row[c + dc] = glm_f32_to_bf16(v1);
+  }
+}
+
+// Four columns of a partial in global memory, through L2 (other CTAs read or wrote them).
+__device__ __forceinline__ void glm_mla_st4(float *p, const float4 &v) {
+  __stcg(reinterpret_cast<float4 *>(p), v);
+}
+__device__ __forceinline__ void glm_mla_st4(glm_bf16 *p, const float4 &v) {
+  __stcg(reinterpret_cast<uint2 *>(p), make_uint2(glm_pack_bf16x2(v.x, v.y),
+                                                  glm_pack_bf16x2(v.z, v.w)));
+}
+__device__ __forceinline__ float4 glm_mla_ld4(const float *p) {
+  return __ldcg(reinterpret_cast<const float4 *>(p));
+}
+__device__ __forceinline__ float4 glm_mla_ld4(const glm_bf16 *p) {
+  return glm_unpack_bf16x4(__ldcg(reinterpret_cast<const uint2 *>(p)));
+}
+
 // The merges' step: partial v (4 columns) with log2-domain lse l, weighted against the
 // reference maximum mx, into the running weight sum and columns (an empty partial, lse -inf,
 // adds nothing).
@@ -251,11 +307,11 @@ __device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float
 }
 
 // Partials first, first + step, ... (below count) of one four-column item merged into the running
-// (mx, sum, acc): partial p's lse at lse[p lse_stride], its columns at v[p (GLM_D_LATENT / 4)],
+// (mx, sum, acc): partial p's lse at lse[p lse_stride], its columns at v[p GLM_D_LATENT],
 // read through L2 (other CTAs wrote them), 8 partials' loads in flight at a time (all issued
 // before any is used), with a running maximum across the batches of 8.
 __device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigned lse_stride,
-                                                       const float4 *v, int first, int step,
+                                                       const glm_mla_part_t *v, int first, int step,
                                                        int count, float &mx, float &sum,
                                                        float4 &acc) {
   const float kNegInf = -__int_as_float(0x7f800000);
@@ -266,7 +322,7 @@ __device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigne
     for (int j = 0; j < 8; ++j) {
       const int p = p0 + j * step;
       l[j] = p < count ? __ldcg(lse + p * lse_stride) : kNegInf; // unsigned: as the cluster size
-      w[j] = p < count ? __ldcg(v + p * (GLM_D_LATENT / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+      w[j] = p < count ? glm_mla_ld4(v + p * GLM_D_LATENT) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     float m_new = mx;
 #pragma unroll
@@ -328,7 +384,8 @@ __device__ __noinline__ void glm_mla_group_barrier(unsigned *count, int splits, 
   __syncthreads(); // thread 0's acquire orders every thread's reads after it
 }
 
-__device__ __noinline__ void glm_mla_spread_merge(const float *o_part, const float *lse_part,
+__device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
+                                                  const float *lse_part,
                                                   glm_bf16 *out, float *lse, int b, int head0,
                                                   int rows, int num_heads, int split, int splits,
                                                   int tid) {
@@ -343,7 +400,7 @@ __device__ __noinline__ void glm_mla_spread_merge(const float *o_part, const flo
     const bool valid = k < per && it < total;
     const int row = valid ? it / (GLM_D_LATENT / 4) : 0, col = 4 * (it % (GLM_D_LATENT / 4));
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
-    const float4 *src = reinterpret_cast<const float4 *>(o_part + bh * splits * GLM_D_LATENT + col);
+    const glm_mla_part_t *src = o_part + bh * splits * GLM_D_LATENT + col;
     float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     glm_mla_merge_partials(lse_part + bh * splits, 1u, src, li, lanes, valid ? splits : 0, mx, sum,
@@ -389,18 +446,26 @@ extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ct
   } while (0)
 #define GLM_TRACE(slot) GLM_TRACE_AT(slot, clock64() - trace_t0)
 // Inside the tile loop: cycles summed over the tiles per phase (slots 8 + i: 0 the ring wait and
-// refill, 1 S and its hand-off, 2 the softmax, 3 P V), as thread 0 sees them.
-#define GLM_TRACE_TILE_START() trace_last = clock64()
+// refill, 1 S and its hand-off, 2 the softmax, 3 P V), as thread 0 sees them. The sums and the
+// last mark live in shared memory (trace_sh[0..3], [4]), written by thread 0 only: as registers
+// of every thread they made the tightest kernels spill.
+#define GLM_TRACE_TILE_START()                                                                  \
+  do {                                                                                          \
+    if (threadIdx.x == 0)                                                                       \
+      trace_sh[4] = clock64();                                                                  \
+  } while (0)
 #define GLM_TRACE_MARK(i)                                                                        \
   do {                                                                                          \
-    const long long now_ = clock64();                                                           \
-    trace_acc[i] += now_ - trace_last;                                                          \
-    trace_last = now_;                                                                          \
+    if (threadIdx.x == 0) {                                                                     \
+      const long long now_ = clock64();                                                         \
+      trace_sh[i] += now_ - trace_sh[4];                                                        \
+      trace_sh[4] = now_;                                                                       \
+    }                                                                                           \
   } while (0)
 #define GLM_TRACE_TILES()                                                                       \
   do {                                                                                          \
     for (int i_ = 0; i_ < 4; ++i_)                                                              \
-      GLM_TRACE_AT(8 + i_, trace_acc[i_]);                                                      \
+      GLM_TRACE_AT(8 + i_, trace_sh[i_]);                                                      \
   } while (0)
 #else
 #define GLM_TRACE_TILE_START()
@@ -415,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                       const glm_bf16 *__restrict__ q_rope, // [B, H, GLM_D_ROPE]
                       const glm_bf16 *__restrict__ kv,     // [slots, GLM_D]: latent | rope key
                       const int32_t *__restrict__ indices, // [B, GLM_TOPK] physical slots, -1 none
-                      float *__restrict__ o_part,          // [B, H, splits, GLM_D_LATENT]
+                      glm_mla_part_t *__restrict__ o_part, // [B, H, splits, GLM_D_LATENT]
                       float *__restrict__ lse_part,        // [B, H, splits]
                       glm_bf16 *__restrict__ out,          // [B, H, GLM_D_LATENT]
                       float *__restrict__ lse,             // [B, H], natural log
@@ -435,7 +500,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
 #ifdef GLM_MLA_TRACE
   const long long trace_t0 = clock64();
-  long long trace_last = 0, trace_acc[4] = {0, 0, 0, 0};
+  __shared__ long long trace_sh[5];
+  if (threadIdx.x < 5) // visible to thread 0 after the barrier before tile 0
+    trace_sh[threadIdx.x] = 0;
   GLM_TRACE_AT(0, glm_globaltimer());
 #endif
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -968,29 +1035,21 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int nclusters = splits / csize, cluster = split / csize;
   const int rows = min(GLM_HEADS, num_heads - head0); // real heads of this group
   // Without a cluster nothing is merged in stage 1: each thread writes its normalized fragments
-  // straight to the CTA's partial (fp32), or with one split to the output (bf16) itself.
+  // straight to the CTA's partial (glm_mla_part_t), or with one split to the output (bf16) itself.
   const bool direct = csize == 1;
-  float *stage_o = reinterpret_cast<float *>(smem + GLM_SMEM_KV);
-  float *stage_lse = stage_o + GLM_HEADS * GLM_STAGE_ROW; // [GLM_HEADS], log2 domain
+  glm_mla_part_t *stage_o = reinterpret_cast<glm_mla_part_t *>(smem + GLM_SMEM_KV);
+  float *stage_lse = reinterpret_cast<float *>(stage_o + GLM_HEADS * GLM_STAGE_ROW); // log2
   const float kNegInf = -__int_as_float(0x7f800000);
   const long long bh0 = static_cast<long long>(b) * num_heads + head0;
   // Head r's normalized values v0, v1 at columns c and c + dc (dc == 1: c even, one vector
   // store), and its log2-domain lse.
   auto put2 = [&](int r, int c, int dc, float v0, float v1) {
-    float *row32 = !direct         ? stage_o + r * GLM_STAGE_ROW
-                   : nclusters > 1 ? o_part + ((bh0 + r) * nclusters + cluster) * GLM_D_LATENT
-                                   : nullptr;
-    if (row32 != nullptr && dc == 1) {
-      *reinterpret_cast<float2 *>(row32 + c) = make_float2(v0, v1);
-    } else if (row32 != nullptr) {
-      row32[c] = v0;
-      row32[c + dc] = v1;
-    } else if (dc == 1) {
-      *reinterpret_cast<uint32_t *>(out + (bh0 + r) * GLM_D_LATENT + c) = glm_pack_bf16x2(v0, v1);
-    } else {
-      out[(bh0 + r) * GLM_D_LATENT + c] = glm_f32_to_bf16(v0);
-      out[(bh0 + r) * GLM_D_LATENT + c + dc] = glm_f32_to_bf16(v1);
-    }
+    if (!direct)
+      glm_mla_put2(stage_o + r * GLM_STAGE_ROW, c, dc, v0, v1);
+    else if (nclusters > 1)
+      glm_mla_put2(o_part + ((bh0 + r) * nclusters + cluster) * GLM_D_LATENT, c, dc, v0, v1);
+    else
+      glm_mla_put2(out + (bh0 + r) * GLM_D_LATENT, c, dc, v0, v1);
   };
   auto put_lse = [&](int r, float v) {
     if (!direct)
@@ -1058,12 +1117,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
     const uint32_t src_lse = glm_smem_addr(stage_lse + row);
     float lp[GLM_MAX_CLUSTER];
-    float4 v[GLM_MAX_CLUSTER];
+    glm_mla_part4_t v[GLM_MAX_CLUSTER]; // widened when used: fewer live registers
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize)) {
         lp[p] = glm_ld_cluster_f32(glm_cluster_map(src_lse, p));
-        v[p] = glm_ld_cluster_f32x4(glm_cluster_map(src, p));
+        v[p] = glm_mla_ld_cluster4(glm_cluster_map(src, p));
       }
     float mx = kNegInf;
 #pragma unroll
@@ -1075,7 +1134,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize))
-        glm_mla_merge_add(lp[p], mx, v[p], sum, acc);
+        glm_mla_merge_add(lp[p], mx, glm_mla_widen(v[p]), sum, acc);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
     const float merged_lse = sum > 0.f ? mx + log2f(sum) : kNegInf;
@@ -1086,8 +1145,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       if (crank == 0 && col == 0)
         lse[bh] = merged_lse * 0.6931471805599453f; // natural log
     } else {
-      __stcg(reinterpret_cast<float4 *>(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col),
-             acc);
+      glm_mla_st4(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col, acc);
       if (col == cbeg)
         __stcg(lse_part + (bh * nclusters + cluster) * csize + crank, merged_lse);
     }
@@ -1142,8 +1200,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
     const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
-    const float4 *src =
-        reinterpret_cast<const float4 *>(o_part + bh * nclusters * GLM_D_LATENT + col);
+    const glm_mla_part_t *src = o_part + bh * nclusters * GLM_D_LATENT + col;
     const float *lp = lse_part + bh * nclusters * csize + crank;
     float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);

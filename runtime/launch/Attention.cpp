@@ -200,7 +200,7 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   g.countersBytes = rows * groups * g.cluster * 4;
   // Partials only when more than one cluster covers a (row, group).
   const int64_t clusters = g.splits / g.cluster;
-  g.oPartBytes = clusters > 1 ? rows * heads * clusters * p.latent * 4 : 0;
+  g.oPartBytes = clusters > 1 ? rows * heads * clusters * p.latent * kSparseMlaPartValueBytes : 0;
   g.lsePartBytes = clusters > 1 ? rows * heads * g.splits * 4 : 0;
   return g;
 }

@@ -121,13 +121,16 @@ struct SparseMlaGrid {
   unsigned cluster = 1; // CTAs per cluster along x: 1, 2, 4 or 8, dividing splits
   bool spread = false;  // the spread merge (kernel argument spread_merge, cluster 1)
   int splits = 1, tokensPerSplit = 0;
-  int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: fp32 partials of the clusters
+  int64_t oPartBytes = 0, lsePartBytes = 0; // bf16 kernel: the clusters' partials
   int64_t countersBytes = 0; // bf16 kernel: a merge counter per (row, group, chunk), zeroed once
 };
 // The kernel's cluster bound (sparse_mla_decode.cuh GLM_MAX_CLUSTER), and the most splits the
 // heuristic takes (the kernel itself merges any number of clusters).
 constexpr int kSparseMlaMaxCluster = 8;
 constexpr int kSparseMlaMaxSplits = 64;
+// Bytes of a partial output value in o_part (sparse_mla_decode.cuh GLM_MLA_PART_BF16: bf16); the
+// partials' lse values are fp32.
+constexpr int64_t kSparseMlaPartValueBytes = 2;
 // Clusters of up to 8 merge the splits while (rows x head groups) is at most this: one or two
 // requests of one head group.
 constexpr int64_t kSparseMlaClusterGroups = 2;

@@ -421,7 +421,7 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(g.gridX, 128u);
   EXPECT_EQ(g.gridY, 1u);
   EXPECT_EQ(g.countersBytes, 4 * 4);
-  EXPECT_EQ(g.oPartBytes, 64 * 32 * 512 * 4);
+  EXPECT_EQ(g.oPartBytes, 64 * 32 * 512 * 2); // bf16 partials
   EXPECT_EQ(g.lsePartBytes, 64 * 32 * 4);
   // One request of 16 heads: one group, clusters of 8; splits for about half the SMs (132 / 2 =
   // 66 -> 64), at most one per tile: 32 splits, four clusters.
@@ -430,7 +430,7 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_FALSE(g.spread);
   EXPECT_EQ(g.cluster, 8u);
   EXPECT_EQ(g.countersBytes, 8 * 4); // a counter per chunk
-  EXPECT_EQ(g.oPartBytes, 16 * 4 * 512 * 4); // one partial per cluster
+  EXPECT_EQ(g.oPartBytes, 16 * 4 * 512 * 2); // one partial per cluster
   // 128 rows of 8 heads: 264 / 128 -> 3 -> 2 splits of 1024 positions (16 tiles), a pair
   // cluster: it merges through distributed shared memory, no partials in global memory.
   g = sparseMlaGrid(p, 132, 128, 8);
@@ -506,7 +506,7 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   g = sparseMlaGrid(small, 132, 1, 8);
   EXPECT_EQ(g.splits, 64);
   EXPECT_EQ(g.cluster, 2u);
-  EXPECT_EQ(g.oPartBytes, 8 * 32 * 512 * 4); // 32 clusters' partials per head
+  EXPECT_EQ(g.oPartBytes, 8 * 32 * 512 * 2); // 32 clusters' partials per head
   EXPECT_EQ(g.countersBytes, 2 * 4);
   // One cluster covers the whole range (8 splits, the fewest of two groups): no partials in
   // global memory.
