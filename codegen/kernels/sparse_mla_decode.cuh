@@ -126,7 +126,8 @@ static_assert(GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2 <= GLM_SMEM_KV,
 // stay fp32. The partials' bytes bounded the cluster merge (1.45 µs at 8 heads, 2.27 at 16, batch
 // 1, as fp32). A normalized partial is a convex combination of the bf16 cache's values, so bf16
 // keeps its range, and its rounding (2^-9 of the partial's magnitude) is of the order of the one P
-// already takes as bf16 before P V. 0: fp32 partials (runtime/launch sizes o_part for bf16).
+// already takes as bf16 before P V. 0 (a diagnostic for glm5c-bench-sparse-mla --define, whose
+// buffers fit either): fp32 partials; runtime/launch sizes o_part for bf16.
 #ifndef GLM_MLA_PART_BF16
 #define GLM_MLA_PART_BF16 1
 #endif
