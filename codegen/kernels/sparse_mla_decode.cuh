@@ -490,6 +490,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                       float scale_log2,      // softmax scale * log2(e)
                       int spread_merge) {    // 1: every CTA is resident at once (see the merge)
   glm_grid_chain();
+#ifdef GLM_MLA_EMPTY
+  // A diagnostic (glm5c-bench-sparse-mla --define GLM_MLA_EMPTY=1): the launch with the shape's
+  // grid, clusters and shared memory, and its drain, without any of the kernel's work.
+  if (GLM_MLA_EMPTY)
+    return;
+#endif
   extern __shared__ __align__(16) unsigned char smem[];
   glm_bf16 *sq = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_Q);
   glm_bf16 *skv = reinterpret_cast<glm_bf16 *>(smem + GLM_SMEM_KV);
