@@ -192,6 +192,8 @@ void allocPartials(cu::Driver &drv, Problem &p) {
   for (cu::DevicePtr d : {p.dopart, p.dlpart})
     if (d)
       (void)drv.free(d);
+  // fp32-sized per split: it also fits --define GLM_MLA_PART_BF16=0 (the runtime sizes bf16 per
+  // cluster).
   CHECK_OK(drv.malloc(&p.dopart, size_t(p.B) * p.H * p.splits * 512 * 4, "o_part"));
   CHECK_OK(drv.malloc(&p.dlpart, size_t(p.B) * p.H * p.splits * 4, "lse_part"));
 }
