@@ -24,7 +24,7 @@
 // --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M), 32 the one with
 // two m16 tiles of heads per CTA.
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
-// launch geometry (or --splits), where a CTA's time goes.
+// launch geometry (or --splits), where a CTA's time goes, and each SM's latest CTA end.
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
 // --pdl launches every call overlapped with the one before it (programmatic dependent launch),
 // as the cuda backend launches kernels: the graph's calls then overlap launch and drain.
@@ -70,7 +70,7 @@ struct Kernel {
 // (sparse_mla_decode.cuh GLM_TRACE_SLOTS).
 constexpr int kTraceCtas = 1 << 16;
 std::string gDefines, gDefineTag; // --define lines before the kernel source, and their tag
-constexpr int kTraceSlots = 12;
+constexpr int kTraceSlots = 13;
 
 bool gTwoPerSm = false; // --two-per-sm: the one-tile-ring form that fits two CTAs per SM
 
@@ -324,6 +324,27 @@ std::pair<double, double> check(cu::Driver &drv, const Kernel &k, Problem &p, cu
   return {std::sqrt(e2 / r2), std::sqrt(le2 / lr2)};
 }
 
+// The traced CTAs' ends by SM (slot 12: %smid; slot 7: the end's %globaltimer): per SM the CTAs
+// it ran and the latest end, in us after the first start -- whether the slow CTAs share SMs.
+void printSmEnds(const std::vector<unsigned long long> &t, int ctas) {
+  unsigned long long first = ~0ull;
+  for (int c = 0; c < ctas; ++c)
+    first = std::min(first, t[size_t(c) * kTraceSlots]);
+  std::vector<int> count(256, 0);
+  std::vector<double> end(256, 0);
+  for (int c = 0; c < ctas; ++c) {
+    const unsigned long long *r = &t[size_t(c) * kTraceSlots];
+    const int sm = static_cast<int>(r[12] & 255);
+    count[sm] += 1;
+    end[sm] = std::max(end[sm], (r[7] - first) / 1e3);
+  }
+  std::printf("    ends by SM (sm:CTAs:latest end, us):");
+  for (int sm = 0; sm < 256; ++sm)
+    if (count[sm] > 0)
+      std::printf("%s %d:%d:%.1f", sm % 16 == 0 ? "\n     " : "", sm, count[sm], end[sm]);
+  std::printf("\n");
+}
+
 // --trace: where a launch's time goes, from the phase stamps of the traced build
 // (sparse_mla_decode.cuh GLM_MLA_TRACE) left by the last launch: per phase the median and the
 // largest over the CTAs, in SM cycles and in us at the clock the stamps imply (cycles over
@@ -396,6 +417,7 @@ void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s
     std::printf("    %-26s median %8.0f cycles %6.2f us, max %8.0f cycles %6.2f us\n", names[i],
                 med, clock > 0 ? med / clock / 1e3 : 0.0, mx, clock > 0 ? mx / clock / 1e3 : 0.0);
   }
+  printSmEnds(t, ctas);
 }
 
 } // namespace

@@ -429,9 +429,9 @@ __device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
 // to its start, and %globaltimer at its start and end; sparse_mla_trace_dump copies them out.
 // Slots: 0 start (globaltimer), 1 prologue issued, 2 Q and tile 0 landed, 3 tile loop done,
 // 4 partials staged and the cluster synced, 5 cluster merge written, 6 end, 7 end (globaltimer),
-// 8-11 the tile loop's phases (below).
+// 8-11 the tile loop's phases (below), 12 the CTA's SM (%smid).
 #ifdef GLM_MLA_TRACE
-#define GLM_TRACE_SLOTS 12 // glm5c-bench-sparse-mla reads as many (kTraceSlots)
+#define GLM_TRACE_SLOTS 13 // glm5c-bench-sparse-mla reads as many (kTraceSlots)
 __device__ unsigned long long glm_mla_trace[GLM_MLA_TRACE][GLM_TRACE_SLOTS];
 extern "C" __global__ void sparse_mla_trace_dump(unsigned long long *out, int ctas) {
   glm_grid_chain();
@@ -511,6 +511,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   if (threadIdx.x < 5) // visible to thread 0 after the barrier before tile 0
     trace_sh[threadIdx.x] = 0;
   GLM_TRACE_AT(0, glm_globaltimer());
+  GLM_TRACE_AT(12, glm_smid());
 #endif
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
