@@ -235,6 +235,29 @@ __device__ __forceinline__ void glm_mbar_wait(unsigned long long *bar, unsigned 
                : "memory");
 }
 
+// Bulk copies (the copy engine, sm_90+, SM120 too) into shared memory whose completion counts on
+// an mbarrier: the issuing thread first raises the phase's expected bytes (an arrival too), the
+// copy's bytes then complete them. Shared memory written by threads (the generic proxy) before a
+// later bulk copy overwrites it needs glm_fence_proxy_async() between the two.
+__device__ __forceinline__ void glm_mbar_arrive_expect_tx(unsigned long long *bar,
+                                                          unsigned bytes) {
+  asm volatile("{\n\t.reg .b64 st;\n\t"
+               "mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}" ::"r"(
+                   glm_smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void glm_bulk_copy_to_shared(uint32_t dst, const void *src,
+                                                        unsigned bytes, unsigned long long *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+               "[%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(glm_smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void glm_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // Programmatic dependent launch (sm_90 and sm_120; Driver::launchOverlapped). Every kernel's
 // first statement but qlinear_decode's, which first issues copies of its weights (never written
 // by a kernel of a step) into its own shared memory. A kernel launched overlapped may be

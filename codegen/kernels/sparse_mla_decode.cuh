@@ -180,6 +180,14 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #define GLM_MLA_KSTEPS (GLM_MLA_NO_MATH ? 0 : GLM_S_KSTEPS)
 #define GLM_MLA_PV_N (GLM_MLA_NO_MATH ? 0 : GLM_TILE_N)
 
+// GLM_MLA_BULK (an experiment; glm5c-bench-sparse-mla --define): each gathered row is one bulk
+// copy (its row's first gather thread), completing on the ring entry's mbarrier, instead of
+// 8 threads x 9 cp.async; a tile's rows are waited for on the entries' barriers, so the
+// barrier after the wait goes. A masked row is zero-filled by its 8 threads instead.
+#ifndef GLM_MLA_BULK
+#define GLM_MLA_BULK 0
+#endif
+
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
 // How far (log2 units) a score may exceed the softmax's reference maximum before the tile
@@ -504,6 +512,14 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float *red_sum = red_max + GLM_WARPS * GLM_HEADS;
   float *spart = reinterpret_cast<float *>(smem + GLM_SMEM_SPART); // handed-off scores
   int32_t *svalid = reinterpret_cast<int32_t *>(smem + GLM_SMEM_VALID);
+#if GLM_MLA_BULK
+  // Ring entry e's barrier: its 16 rows' 8 gather threads arrive (one of a row with the row's
+  // bytes expected); the phase of the entry's n-th fill has parity n & 1.
+  __shared__ unsigned long long ring_full[GLM_RING];
+  if (threadIdx.x < GLM_RING)
+    glm_mbar_init(ring_full + threadIdx.x, GLM_ENTRY_N * 8);
+  __syncthreads();
+#endif
 
 #ifdef GLM_MLA_TRACE
   const long long trace_t0 = clock64();
@@ -552,11 +568,45 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     const int re = e % GLM_RING;
     const bool ok = e < num_entries && slot >= 0 && slot < num_slots;
     // This thread's chunks of the row: 16 B at byte gchunk 16 + 128 c, c < 9.
+#if GLM_MLA_BULK
+    const uint32_t row = glm_smem_addr(skv + (re * GLM_ENTRY_N + erow) * GLM_ROW);
+    if (gchunk == 0)
+      svalid[re * GLM_ENTRY_N + erow] = ok;
+    if (ok && gchunk == 0) {
+      glm_mbar_arrive_expect_tx(ring_full + re, GLM_D * 2);
+      glm_bulk_copy_to_shared(row, kv + static_cast<long long>(slot) * GLM_D, GLM_D * 2,
+                              ring_full + re);
+    } else {
+      if (!ok) { // zeros, so that P = 0 times the row stays 0; ordered before a later bulk copy
+#pragma unroll
+        for (int c = 0; c < GLM_D / 64; ++c)
+          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(row + gchunk * 16 +
+                                                                         128 * c),
+                       "r"(0u)
+                       : "memory");
+        glm_fence_proxy_async();
+      }
+      glm_mbar_arrive(ring_full + re);
+    }
+#else
     const uint32_t dst = glm_smem_addr(skv + (re * GLM_ENTRY_N + erow) * GLM_ROW + gchunk * 8);
     const glm_bf16 *src = kv + static_cast<long long>(ok ? slot : 0) * GLM_D + gchunk * 8;
     glm_cp_async_16_strided<GLM_D / 64, 128>(dst, src, ok ? 16 : 0);
     if (gchunk == 0)
       svalid[re * GLM_ENTRY_N + erow] = ok;
+#endif
+  };
+  // The bulk path: every warp waits for tile k's entries (fills E = GLM_TILE_ENTRIES k + j).
+  auto wait_tile = [&](int k) {
+#if GLM_MLA_BULK
+#pragma unroll
+    for (int j = 0; j < GLM_TILE_ENTRIES; ++j) {
+      const int E = GLM_TILE_ENTRIES * k + j;
+      glm_mbar_wait(ring_full + E % GLM_RING, (E / GLM_RING) & 1);
+    }
+#else
+    (void)k;
+#endif
   };
   // Refill k >= 1 (at iteration k, into the entries tile k - 1 used): entries GLM_RING +
   // GLM_TILE_ENTRIES (k - 1) + j, j < GLM_TILE_ENTRIES; this thread's are those of its set.
@@ -613,9 +663,14 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       __syncthreads(); // every warp is done with tile - 1
       load_refill(tile, slots);
       fetch_refill(tile + 1, slots); // consumed next iteration
+#if GLM_MLA_BULK
+      wait_tile(tile); // the tile landed and is visible to this thread
+    }
+#else
       glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
     }
     __syncthreads(); // the tile landed and is visible to every warp
+#endif
   };
   // Row r of the tile: ring entry (entry0 + r / 16) % GLM_RING, row r % 16 of it.
   // (A one-tile ring: every tile starts at entry 0, row r is row r.)
@@ -698,7 +753,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
     }
 #endif
-  glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
+  // Tile 0 and Q landed (the bulk path: Q's copies are the only cp.async groups).
+  glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
+  wait_tile(0);
   __syncthreads();
   GLM_TRACE(2);
 #if !GLM_Q_GLOBAL
@@ -904,7 +961,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
   // Q rides in entry 0's commit group (see the 16-head layout). Each warp loads Q's B fragments
   // (k16 x the 8 heads) for its GLM_S_K columns once.
-  glm_cp_async_wait<GLM_RING - GLM_TILE_ENTRIES>();
+  // Tile 0 and Q landed (the bulk path: Q's copies are the only cp.async groups).
+  glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
+  wait_tile(0);
   __syncthreads();
   GLM_TRACE(2);
   uint32_t qb[GLM_S_KSTEPS][2];
