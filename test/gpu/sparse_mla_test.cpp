@@ -2,7 +2,8 @@
 // lists with -1 and out-of-range holes, head counts that do not fill a 16-head group, 1 to 64
 // splits in clusters of 1 to 8 (one cluster covering all splits, several clusters, and 64 splits
 // without clusters); every case launched twice, the second reusing the merge counters the first
-// left zeroed. Both layouts: 16 heads per CTA (the registry's) and 8 (tokens as the mma M).
+// left zeroed. Both layouts: 16 heads per CTA (the registry's) and 8 (tokens as the mma M); and
+// the bulk-copy gathers (GLM_MLA_BULK, an experiment not yet any plan's) in each ring form.
 #include "codegen/registry/SparseMla.h"
 #include "runtime/host/ops.h"
 #include "runtime/launch/Attention.h"
@@ -28,13 +29,17 @@ GPU_TEST(sparse_mla_decode) {
   // tile target has it (SM120), the two-CTAs-per-SM form of 16 and 8 heads (one-tile ring; 16
   // heads with Q from global memory). minCtas 1: the register budget of one CTA per SM, as
   // SM120 code has it (16 and 8 heads then run S in two accumulator chains), whatever the
-  // device's arch.
+  // device's arch. bulk: the gathers as one bulk copy per row (GLM_MLA_BULK), in the two-tile
+  // ring, the one-tile ring and with 16 warps, of which only the first 8 gather.
   struct Layout {
     int heads, warps;
     bool twoPerSm;
     int minCtas;
-  } layouts[] = {{16, 8, false, 0}, {32, 8, false, 0}, {32, 16, false, 0}, {8, 8, false, 0},
-                 {16, 8, true, 0},  {8, 8, true, 0},   {16, 8, false, 1},  {8, 8, false, 1}};
+    bool bulk = false;
+  } layouts[] = {{16, 8, false, 0},      {32, 8, false, 0},      {32, 16, false, 0},
+                 {8, 8, false, 0},       {16, 8, true, 0},       {8, 8, true, 0},
+                 {16, 8, false, 1},      {8, 8, false, 1},       {16, 8, false, 0, true},
+                 {8, 8, false, 0, true}, {16, 8, true, 0, true}, {32, 16, false, 0, true}};
   for (const Layout &layout : layouts) {
     SparseMlaDecodeConfig base = selected;
     base.threads = 32 * layout.warps;
@@ -49,12 +54,17 @@ GPU_TEST(sparse_mla_decode) {
         continue;
       cfg = *two;
     }
-    GPU_TRY(mod, ctx.build(cfg.variant, sparseMlaDecodeSource(cfg)));
+    const std::string bulk = layout.bulk ? "#define GLM_MLA_BULK 1\n" : "";
+    if (layout.bulk)
+      cfg.variant += "_bulk";
+    GPU_TRY(mod, ctx.build(cfg.variant, bulk + sparseMlaDecodeSource(cfg)));
     // The phase-traced build of glm5c-bench-sparse-mla --trace compiles too (without spills:
     // the compile-only lit test checks every build's ptxas report).
-    GPU_TRY(traced, ctx.build(cfg.variant + "_trace",
-                              "#define GLM_MLA_TRACE 64\n" + sparseMlaDecodeSource(cfg)));
-    (void)traced;
+    if (!layout.bulk) {
+      GPU_TRY(traced, ctx.build(cfg.variant + "_trace",
+                                "#define GLM_MLA_TRACE 64\n" + sparseMlaDecodeSource(cfg)));
+      (void)traced;
+    }
     if (ctx.compileOnly)
       continue;
     GPU_TRY(decode, ctx.function(mod, "sparse_mla_decode", static_cast<int>(cfg.dynamicSmem)));
