@@ -291,13 +291,13 @@ __device__ __forceinline__ void glm_grid_chain_early() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-// The device's nanosecond clock, comparable across SMs (profiling traces only).
 // The SM this thread runs on (profiling: which SMs the slow CTAs share).
 __device__ __forceinline__ unsigned glm_smid() {
   unsigned id;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
   return id;
 }
+// The device's nanosecond clock, comparable across SMs (profiling traces only).
 __device__ __forceinline__ unsigned long long glm_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
