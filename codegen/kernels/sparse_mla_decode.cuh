@@ -349,6 +349,18 @@ __device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigne
   }
 }
 
+// A merged item's result: its 4 columns (acc over weight sum `sum`) normalized into the bf16
+// output row bh, and with write_lse the row's natural-log lse (mx: its log2-domain maximum).
+__device__ __forceinline__ void glm_mla_put_out4(glm_bf16 *out, float *lse, long long bh, int col,
+                                                 float mx, float sum, const float4 &acc,
+                                                 bool write_lse) {
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
+      glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
+  if (write_lse)
+    lse[bh] = (sum > 0.f ? mx + log2f(sum) : -__int_as_float(0x7f800000)) * 0.6931471805599453f;
+}
+
 // The spread merge (kernel argument spread_merge; no clusters, several splits): the runtime
 // passes it only when the whole grid is resident at once (launch::sparseMlaSpread: at most the
 // device's CTAs per SM times its SMs), so a group's CTAs can wait for each other. Each CTA has
@@ -422,13 +434,8 @@ __device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
           __shfl_xor_sync(0xffffffffu, acc.z, off), __shfl_xor_sync(0xffffffffu, acc.w, off));
       glm_mla_merge_combine(mo, so, ao, mx, sum, acc);
     }
-    if (valid && li == 0) {
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
-          glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
-      if (col == 0)
-        lse[bh] = (sum > 0.f ? mx + log2f(sum) : kNegInf) * 0.6931471805599453f;
-    }
+    if (valid && li == 0)
+      glm_mla_put_out4(out, lse, bh, col, mx, sum, acc, col == 0);
   }
 }
 
@@ -1272,11 +1279,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     float mx = kNegInf, sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     glm_mla_merge_partials(lp, csize, src, 0, 1, nclusters, mx, sum, acc);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
-        glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
-    if (crank == 0 && col == 0)
-      lse[bh] = (sum > 0.f ? mx + log2f(sum) : kNegInf) * 0.6931471805599453f;
+    glm_mla_put_out4(out, lse, bh, col, mx, sum, acc, crank == 0 && col == 0);
   }
   GLM_TRACE(6);
   GLM_TRACE_AT(7, glm_globaltimer());
