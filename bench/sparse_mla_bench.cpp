@@ -23,6 +23,9 @@
 // --gather-probe also times, at each shape, a kernel that only reads the selected rows;
 // --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M), 32 the one with
 // two m16 tiles of heads per CTA.
+// --bulk auto|0|1 (or a list): the gathers as one bulk copy per row (GLM_MLA_BULK) or as cp.async;
+// auto (the default) builds both and times each shape with the registry's choice
+// (sparseMlaDecodeBulk: bulk where a request has several head groups).
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
 // launch geometry (or --splits), where a CTA's time goes, and each SM's latest CTA end.
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
@@ -76,7 +79,7 @@ bool gTwoPerSm = false; // --two-per-sm: the one-tile-ring form that fits two CT
 
 Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
              const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads,
-             bool trace) {
+             bool bulk, bool trace) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
   if (tileN > 0) { // --variants: a tile shape other than the registry's first fit
@@ -85,6 +88,7 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
   }
   if (warps > 0)
     cfg->threads = 32 * warps;
+  cfg->bulk = bulk;
   *cfg = sparseMlaDecodeWithHeads(*cfg, heads, tiles); // name and shared memory for the above
   Kernel k;
   if (gTwoPerSm) {
@@ -428,7 +432,8 @@ int main(int argc, char **argv) {
   int forcedSplits = 0, forcedCluster = -1; // --cluster 0: the spread merge
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
-                           minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"16"};
+                           minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"16"},
+                           bulkList = {"auto"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--check-only")
@@ -457,6 +462,8 @@ int main(int argc, char **argv) {
       variantList = splitList(argv[++i]);
     else if (a == "--heads-per-cta" && i + 1 < argc) // 16 (the registry's), 32 and/or 8
       headsList = splitList(argv[++i]);
+    else if (a == "--bulk" && i + 1 < argc) // auto (the registry's choice per shape), 0, 1
+      bulkList = splitList(argv[++i]);
     else if (a == "--no-gather") // time with every slot masked: the kernel's work without loads
       noGather = true;
     else if (a == "--trace") // phase stamps of each shape's launch geometry (traced build)
@@ -479,7 +486,7 @@ int main(int argc, char **argv) {
                    "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] [--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
                    "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
-                   "[--define NAME=V] [--pdl] [--two-per-sm] [--sets N]\n",
+                   "[--define NAME=V] [--pdl] [--two-per-sm] [--sets N] [--bulk auto,0,1]\n",
                    argv[0]);
       return 2;
     }
@@ -491,6 +498,21 @@ int main(int argc, char **argv) {
   CHECK_OK(drv.streamCreate(&stream));
   const Target *devTarget = findTarget(codeArch);
   bool failed = false;
+  struct BulkChoice {
+    bool bulk, asRegistry; // asRegistry: only the shapes sparseMlaDecodeBulk gives this choice
+  };
+  std::vector<BulkChoice> bulkChoices;
+  for (const std::string &b : bulkList) {
+    if (b == "auto") {
+      bulkChoices.push_back({false, true});
+      bulkChoices.push_back({true, true});
+    } else if (b == "0" || b == "1") {
+      bulkChoices.push_back({b == "1", false});
+    } else {
+      std::fprintf(stderr, "--bulk takes auto, 0 or 1\n");
+      return 2;
+    }
+  }
   if (!checkOnly)
     std::printf("empty kernel, graph replay: %.1f us\n",
                 emptyKernelUs(drv, codeArch, nvrtc, stream, reps));
@@ -503,7 +525,8 @@ int main(int argc, char **argv) {
     for (const std::string &wn : warpList)
       for (const std::string &mn : minCtasList)
         for (const std::string &vn : variantList)
-          for (const std::string &hn : headsList) {
+          for (const std::string &hn : headsList)
+            for (const BulkChoice &bc : bulkChoices) {
             const Target *tiles = glm5c::bench::findTileTarget(tn);
             if (!tiles)
               return 2;
@@ -533,8 +556,22 @@ int main(int argc, char **argv) {
             }
             if (warps == 16 && heads != 32)
               continue; // 16 warps: the 32-heads-per-CTA layout only
-            Kernel k =
-                build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads, trace);
+            // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
+            // head count the registry gives this gather form.
+            auto timesShape = [&](int H, int B) {
+              return (shapes.empty() || std::find(shapes.begin(), shapes.end(),
+                                                  std::to_string(H) + ":" + std::to_string(B)) !=
+                                            shapes.end()) &&
+                     (!bc.asRegistry || sparseMlaDecodeBulk(H, heads) == bc.bulk);
+            };
+            bool any = false;
+            for (int H : {8, 16, 64})
+              for (int B : {1, 8, 32, 128})
+                any |= timesShape(H, B);
+            if (!any && !checkOnly)
+              continue;
+            Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads,
+                             bc.bulk, trace);
             if (!k.decode)
               continue; // --two-per-sm: no such form for these heads
             if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
@@ -559,7 +596,7 @@ int main(int argc, char **argv) {
                 std::to_string(k.cfg.ring) + "w" + std::to_string(k.cfg.threads / 32) + "m" +
                 std::to_string(k.cfg.minCtas) +
                 (sm120Occupancy ? "o" + std::to_string(k.cfg.ctasPerSm) : "") +
-                (k.cfg.qGlobal ? "qg" : "");
+                (k.cfg.qGlobal ? "qg" : "") + (k.cfg.bulk ? "bk" : "");
             // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
             // splits.
             struct Case {
@@ -593,9 +630,7 @@ int main(int argc, char **argv) {
                         "cluster", "us", "GB/s", "% bw", "TFLOP/s");
             for (int H : {8, 16, 64})
               for (int B : {1, 8, 32, 128}) {
-                if (!shapes.empty() &&
-                    std::find(shapes.begin(), shapes.end(),
-                              std::to_string(H) + ":" + std::to_string(B)) == shapes.end())
+                if (!timesShape(H, B))
                   continue;
                 const int ctx = 8192, topk = 2048;
                 const int chosen =

@@ -64,12 +64,10 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
     }
     return c;
   }
-  // At most 8 heads (GLM-5 at tensor-parallel 8): 8 heads per CTA, the tokens as the mma M, so
-  // nothing is padded (half the mma work of the 16-head layout).
+  // Heads per CTA and the gathers' form for the op's heads (8 heads per CTA for at most 8).
   const int64_t opHeads = dim(q, "heads", 0);
   const SparseMlaDecodeConfig base = *cfg;
-  if (opHeads > 0 && opHeads <= 8)
-    *cfg = sparseMlaDecodeWithHeads(*cfg, 8, tiles);
+  *cfg = sparseMlaDecodeForOp(*cfg, opHeads, tiles);
   c.ok = true;
   c.variant = cfg->variant;
   c.threads = cfg->threads;
@@ -95,8 +93,8 @@ KernelChoice sparseMla(const KernelQuery &q, const Target &tiles) {
                       " SMs where the first kernel runs one CTA per SM");
   }
   if (opHeads >= glm5rt::launch::kSparseMlaWideHeads) {
-    const SparseMlaDecodeConfig wide = sparseMlaDecodeWithHeads(
-        base, static_cast<int>(glm5rt::launch::kSparseMlaWideHeads), tiles);
+    const SparseMlaDecodeConfig wide = sparseMlaDecodeForOp(
+        base, opHeads, tiles, static_cast<int>(glm5rt::launch::kSparseMlaWideHeads));
     if (wide.dynamicSmem <= tiles.maxSharedPerBlock) {
       c.extra.push_back({wide.variant, sparseMlaDecodeSource(wide), {"sparse_mla_decode"},
                          wide.threads, wide.dynamicSmem,

@@ -29,23 +29,35 @@ int64_t sparseMlaDecodeSmem(const MlaShape &s, int tileN, int ring, int warps, i
   return qRegion + ring * 16 * row + 2 * int64_t(warps) * heads * 4 + ring * 16 * 4;
 }
 
-std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps, bool qGlobal) {
+std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps, bool qGlobal,
+                                   bool bulk) {
   return "sparse_mla_decode_bf16_t" + std::to_string(tileN) + "_r" + std::to_string(ring) +
          (heads == 16 ? "" : "_h" + std::to_string(heads)) +
          (warps == kSparseMlaWarps ? "" : "_w" + std::to_string(warps)) +
-         (qGlobal && heads == 16 ? "_qg" : "");
+         (qGlobal && heads == 16 ? "_qg" : "") + (bulk ? "_bulk" : "");
 }
+
+bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta) { return opHeads > headsPerCta; }
 
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles) {
   cfg.heads = heads;
   cfg.qGlobal = cfg.qGlobal && heads == 16; // 32 heads always, 8 never
-  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads, cfg.threads / 32, cfg.qGlobal);
+  cfg.variant = sparseMlaDecodeVariant(cfg.tileN, cfg.ring, heads, cfg.threads / 32, cfg.qGlobal,
+                                       cfg.bulk);
   cfg.dynamicSmem =
       sparseMlaDecodeSmem(cfg.shape, cfg.tileN, cfg.ring, cfg.threads / 32, heads, cfg.qGlobal);
   // 32 heads: ~240 registers per thread (Q fragments and O of two m-tiles) leave one CTA per SM.
   cfg.ctasPerSm = heads == 32 ? 1 : ctasPerSmFor(tiles, cfg.dynamicSmem);
   return cfg;
+}
+
+SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t opHeads,
+                                           const Target &tiles, int headsPerCta) {
+  if (headsPerCta == 0)
+    headsPerCta = opHeads > 0 && opHeads <= 8 ? 8 : 16;
+  cfg.bulk = sparseMlaDecodeBulk(opHeads, headsPerCta);
+  return sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles);
 }
 
 std::optional<SparseMlaDecodeConfig> sparseMlaDecodeTwoPerSm(const SparseMlaDecodeConfig &cfg,
@@ -121,6 +133,8 @@ std::string sparseMlaDecodeSource(const SparseMlaDecodeConfig &cfg) {
     s += "#define GLM_MIN_CTAS " + std::to_string(cfg.minCtas) + "\n";
   if (cfg.qGlobal && cfg.heads == 16)
     s += "#define GLM_Q_GLOBAL 1\n";
+  if (cfg.bulk)
+    s += "#define GLM_MLA_BULK 1\n";
   s += "#define GLM_D_LATENT " + std::to_string(cfg.shape.latent) + "\n";
   s += "#define GLM_D_ROPE " + std::to_string(cfg.shape.rope) + "\n";
   s += "#define GLM_TOPK " + std::to_string(cfg.shape.topk) + "\n";

@@ -39,6 +39,7 @@ struct SparseMlaDecodeConfig {
   int tileN = 32;           // cache rows per tile (one softmax step)
   int ring = 4;             // ring entries of 16 rows (>= 1 tile's worth; 2 tiles to prefetch)
   bool qGlobal = false;     // 16 heads: Q fragments from global memory (GLM_Q_GLOBAL; 32: always)
+  bool bulk = false;        // each gathered row one bulk copy (GLM_MLA_BULK; sparseMlaDecodeBulk)
   int minCtas = 0;          // tuning only: forces GLM_MIN_CTAS (0: from the code arch)
   int ctasPerSm = 1;        // resident CTAs per SM the tile target's shared memory allows (<= 2)
   int threads = 32 * kSparseMlaWarps;
@@ -51,15 +52,30 @@ int64_t sparseMlaDecodeSmem(const MlaShape &shape, int tileN, int ring, int warp
                             int heads = 16, bool qGlobal = false);
 
 // The variant's name: "sparse_mla_decode_bf16_t<tileN>_r<ring>", "_h8" with 8 heads per CTA,
-// "_qg" for Q from global memory with 16 heads.
+// "_qg" for Q from global memory with 16 heads, "_bulk" with the bulk-copy gathers.
 std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16,
-                                   int warps = kSparseMlaWarps, bool qGlobal = false);
+                                   int warps = kSparseMlaWarps, bool qGlobal = false,
+                                   bool bulk = false);
 
-// The same tiles with `heads` heads per CTA: 16 (one m16 tile of heads; fewer are padded) or 8
-// (the tokens as the mma M and the heads its N: no padding at 8 heads, half the mma work).
-// The registry takes 8 for ops of at most 8 heads; glm5c-bench-sparse-mla --heads-per-cta.
+// Whether an op of `opHeads` heads takes the bulk-copy gathers with `headsPerCta` heads per CTA:
+// where a request has several head groups, which gather the same rows. There one bulk copy per
+// row (the copy engine's) is 6-12% faster than 8 threads x 9 cp.async (64 heads in 16-head
+// groups, batch 8 / 32 / 128: 25.8 -> 24.3, 70.4 -> 65.9, 244 -> 216 us); a group that gathers
+// its rows alone is even within 0.3 us either way (bench/RESULTS.md 2026-12-01).
+bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta);
+
+// The same tiles (and gathers) with `heads` heads per CTA: 16 (one m16 tile of heads; fewer
+// are padded), 32 (two m16 tiles) or 8 (the tokens as the mma M and the heads its N: no padding
+// at 8 heads, half the mma work). glm5c-bench-sparse-mla --heads-per-cta.
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles);
+
+// The layout the registry gives an op of `opHeads` heads (0: unknown) with the tiles of `cfg`:
+// `headsPerCta`, or by default 8 per CTA for ops of at most 8 heads (GLM-5 at tensor-parallel
+// 8: the tokens as the mma M, nothing padded) and 16 otherwise; the bulk-copy gathers where a
+// request has several head groups (sparseMlaDecodeBulk).
+SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t opHeads,
+                                           const Target &tiles, int headsPerCta = 0);
 
 // The same heads with a one-tile ring (and, with 16 heads, Q from global memory) where that
 // lets two CTAs share an SM of `tiles` and the two-tile ring leaves one (SM120's 100 KB per SM):

@@ -40,8 +40,9 @@ const char *kUsage =
     "      imports and runs glm-pipeline, then prints the kernel choice (or every rejected\n"
     "      candidate) for each op kind of prefill and decode\n"
     "  glm5c kernel sparse_mla_decode --target T [--run-on ARCH] [--emit source|ptx|log]\n"
-    "                                 [--max-smem BYTES]\n"
+    "                                 [--max-smem BYTES] [--heads N]\n"
     "      selects the kernel variant and tiles for target T (sm_120a, sm_120, sm_90a, sm_90)\n"
+    "      and an op of N heads (default 16)\n"
     "      and prints its CUDA source, or compiles it with NVRTC for ARCH (default: T) and\n"
     "      prints the PTX or NVRTC's log (ptxas resource usage)\n";
 
@@ -256,11 +257,13 @@ int cmdImport(int argc, char **argv) {
 
 int cmdKernel(int argc, char **argv) {
   std::string kernel, target, runOn, emit = "log";
-  long long maxSmem = 0;
+  long long maxSmem = 0, heads = 16;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--max-smem" && i + 1 < argc)
       maxSmem = std::atoll(argv[++i]);
+    else if (a == "--heads" && i + 1 < argc)
+      heads = std::atoll(argv[++i]);
     else if (a == "--target" && i + 1 < argc)
       target = argv[++i];
     else if (a == "--run-on" && i + 1 < argc)
@@ -292,11 +295,14 @@ int cmdKernel(int argc, char **argv) {
   if (maxSmem > 0)
     limited.maxSharedPerBlock = maxSmem;
   tiles = &limited;
+  if (heads < 1 || heads > 4096)
+    return usage("kernel: --heads takes 1 to 4096");
   auto cfg = selectSparseMlaDecode(*tiles, MlaShape{});
   if (!cfg.isOk()) {
     llvm::errs() << "glm5c: error: " << cfg.status().message() << "\n";
     return 1;
   }
+  *cfg = sparseMlaDecodeForOp(*cfg, heads, *tiles);
   KernelSource src;
   src.name = cfg->variant;
   src.source = sparseMlaDecodeSource(*cfg);
