@@ -450,7 +450,7 @@ int main(int argc, char **argv) {
       gSets = std::max(1, std::atoi(argv[++i]));
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
-    else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... (default: all twelve)
+    else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... any heads and batch (default: twelve)
       shapes = splitList(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc)
       tileNames = splitList(argv[++i]);
@@ -498,6 +498,21 @@ int main(int argc, char **argv) {
   CHECK_OK(drv.streamCreate(&stream));
   const Target *devTarget = findTarget(codeArch);
   bool failed = false;
+  std::vector<std::pair<int, int>> shapeList; // (H, B): --shapes in order, or PERF.md's twelve
+  for (const std::string &sh : shapes) {
+    const size_t colon = sh.find(':');
+    const int H = std::atoi(sh.c_str());
+    const int B = colon == std::string::npos ? 0 : std::atoi(&sh[colon + 1]);
+    if (H < 1 || H > 128 || B < 1 || B > 1024) {
+      std::fprintf(stderr, "--shapes takes H:B, heads 1-128, batch 1-1024 ('%s')\n", sh.c_str());
+      return 2;
+    }
+    shapeList.push_back({H, B});
+  }
+  if (shapeList.empty())
+    for (int H : {8, 16, 64})
+      for (int B : {1, 8, 32, 128})
+        shapeList.push_back({H, B});
   struct BulkChoice {
     bool bulk, asRegistry; // asRegistry: only the shapes sparseMlaDecodeBulk gives this choice
   };
@@ -558,16 +573,12 @@ int main(int argc, char **argv) {
               continue; // 16 warps: the 32-heads-per-CTA layout only
             // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
             // head count the registry gives this gather form.
-            auto timesShape = [&](int H, int B) {
-              return (shapes.empty() || std::find(shapes.begin(), shapes.end(),
-                                                  std::to_string(H) + ":" + std::to_string(B)) !=
-                                            shapes.end()) &&
-                     (!bc.asRegistry || sparseMlaDecodeBulk(H, heads) == bc.bulk);
+            auto timesShape = [&](int H) {
+              return !bc.asRegistry || sparseMlaDecodeBulk(H, heads) == bc.bulk;
             };
             bool any = false;
-            for (int H : {8, 16, 64})
-              for (int B : {1, 8, 32, 128})
-                any |= timesShape(H, B);
+            for (auto [H, B] : shapeList)
+              any |= timesShape(H);
             if (!any && !checkOnly)
               continue;
             Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads,
@@ -628,9 +639,8 @@ int main(int argc, char **argv) {
             // it).
             std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
                         "cluster", "us", "GB/s", "% bw", "TFLOP/s");
-            for (int H : {8, 16, 64})
-              for (int B : {1, 8, 32, 128}) {
-                if (!timesShape(H, B))
+            for (auto [H, B] : shapeList) {
+                if (!timesShape(H))
                   continue;
                 const int ctx = 8192, topk = 2048;
                 const int chosen =

@@ -208,7 +208,7 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
 bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t heads) {
   if (narrowCtasPerSm != 1 || heads < kSparseMlaWideHeads)
     return false;
-  return 4 * rows * ceilDiv(heads, kSparseMlaWideHeads) >= smCount;
+  return 12 * rows * ceilDiv(heads, kSparseMlaWideHeads) >= smCount;
 }
 
 int sparseMlaPick(const std::vector<SparseMlaCandidate> &c, int smCount, int64_t rows,

@@ -153,11 +153,13 @@ bool sparseMlaResidentAtOnce(int64_t ctas, int ctasPerSm, int smCount);
 SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows, int64_t heads);
 // Ops of at least kSparseMlaWideHeads heads carry a second bf16 kernel (the step's extra kernel
 // 1): 32 heads per CTA, two m16 tiles sharing every gathered row and K / V fragment. At one CTA
-// per SM it is ~19% faster from batch 32 at 64 heads, and slower at batch <= 8, where its groups
-// are too few to fill the SMs (bench/RESULTS.md, 2026-11-30 "32 heads per CTA"). Where the
+// per SM, both with the bulk-copy gathers, it is 9-26% faster at 64 heads from batch 6 on 132
+// SMs (12 wide groups; 26.1 against 28.9 us, 44.6 against 48.7 at batch 16, 237 against 338 at
+// 128) and slower up to batch 4 (8 groups: 19.3 against 18.5; 16.4 against 13.5 at batch 2),
+// where its groups are too few to fill the SMs (bench/RESULTS.md, 2026-12-01). Where the
 // 16-head kernel fits two CTAs per SM (SM120 tiles as Hopper code) two independent CTAs hide each
 // other's barriers and the 16-head kernel stays faster. So: the wide kernel when the 16-head one
-// runs one CTA per SM and the wide groups (rows x ceil(heads / 32)) are at least a quarter of
+// runs one CTA per SM and the wide groups (rows x ceil(heads / 32)) are at least a twelfth of
 // the SMs.
 constexpr int64_t kSparseMlaWideHeads = 32;
 bool sparseMlaUseWide(int narrowCtasPerSm, int smCount, int64_t rows, int64_t heads);

@@ -471,12 +471,12 @@ TEST(Launch, SparseMlaSplitsAndClusters) {
   EXPECT_EQ(sparseMlaCluster(8, 32), 2); // many groups: pairs
   EXPECT_EQ(sparseMlaCluster(1, 128), 1);
   // The 32-heads-per-CTA kernel: one CTA per SM of the 16-head kernel, at least 32 heads, and
-  // wide groups (rows x ceil(heads / 32)) of at least a quarter of the SMs.
-  EXPECT_FALSE(sparseMlaUseWide(1, 132, 8, 64));   // 16 groups: too few
-  EXPECT_TRUE(sparseMlaUseWide(1, 132, 32, 64));   // 64 groups
+  // wide groups (rows x ceil(heads / 32)) of at least a twelfth of the SMs.
+  EXPECT_FALSE(sparseMlaUseWide(1, 132, 5, 64));   // 10 groups: too few
+  EXPECT_TRUE(sparseMlaUseWide(1, 132, 6, 64));    // 12 groups >= 132 / 12
   EXPECT_TRUE(sparseMlaUseWide(1, 132, 128, 64));
-  EXPECT_TRUE(sparseMlaUseWide(1, 188, 24, 64));   // 48 groups >= 188 / 4
-  EXPECT_FALSE(sparseMlaUseWide(1, 188, 23, 64));
+  EXPECT_TRUE(sparseMlaUseWide(1, 188, 8, 64));    // 16 groups >= 188 / 12
+  EXPECT_FALSE(sparseMlaUseWide(1, 188, 7, 64));
   EXPECT_FALSE(sparseMlaUseWide(2, 132, 128, 64)); // two 16-head CTAs per SM
   EXPECT_FALSE(sparseMlaUseWide(1, 132, 128, 16)); // fewer heads than the layout's
   EXPECT_TRUE(sparseMlaUseWide(1, 132, 33, 32));
