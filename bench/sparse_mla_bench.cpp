@@ -25,7 +25,8 @@
 // two m16 tiles of heads per CTA.
 // --bulk auto|0|1 (or a list): the gathers as one bulk copy per row (GLM_MLA_BULK) or as cp.async;
 // auto (the default) builds both and times each shape with the registry's choice
-// (sparseMlaDecodeBulk: bulk where a request has several head groups).
+// (sparseMlaDecodeBulk: bulk where a request has several head groups, or the tile target holds
+// one CTA of the layout per SM).
 // --trace builds the kernels with phase stamps (GLM_MLA_TRACE) and prints, for each shape's
 // launch geometry (or --splits), where a CTA's time goes, and each SM's latest CTA end.
 // --define NAME=V (repeatable) puts `#define NAME V` before the kernel source (experiments).
@@ -77,9 +78,10 @@ constexpr int kTraceSlots = 13;
 
 bool gTwoPerSm = false; // --two-per-sm: the one-tile-ring form that fits two CTAs per SM
 
-Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
-             const NvrtcCompiler &nvrtc, int warps, int minCtas, int tileN, int ring, int heads,
-             bool bulk, bool trace) {
+// The layout the options ask for on `tiles` (ctasPerSm: the tile target's), or nothing where
+// --two-per-sm has no such form for these heads on these tiles.
+std::optional<SparseMlaDecodeConfig> layoutFor(const Target &tiles, int warps, int tileN, int ring,
+                                               int heads, bool bulk) {
   auto cfg = selectSparseMlaDecode(tiles, MlaShape{});
   CHECK_OK(cfg.status());
   if (tileN > 0) { // --variants: a tile shape other than the registry's first fit
@@ -90,20 +92,20 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
     cfg->threads = 32 * warps;
   cfg->bulk = bulk;
   *cfg = sparseMlaDecodeWithHeads(*cfg, heads, tiles); // name and shared memory for the above
-  Kernel k;
-  if (gTwoPerSm) {
-    auto two = sparseMlaDecodeTwoPerSm(*cfg, tiles);
-    if (!two)
-      return k; // no such form for these heads on these tiles (decode stays null)
-    *cfg = *two;
-  }
+  if (gTwoPerSm)
+    return sparseMlaDecodeTwoPerSm(*cfg, tiles);
+  return *cfg;
+}
+
+Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
+             const NvrtcCompiler &nvrtc, SparseMlaDecodeConfig cfg, int minCtas, bool trace) {
   // minCtas < 0: the register budget of as many CTAs per SM as the tile target holds.
   if (minCtas != 0)
-    cfg->minCtas = minCtas > 0 ? minCtas : cfg->ctasPerSm;
-  cfg->variant += "_w" + std::to_string(cfg->threads / 32) + "_m" + std::to_string(cfg->minCtas);
+    cfg.minCtas = minCtas > 0 ? minCtas : cfg.ctasPerSm;
+  cfg.variant += "_w" + std::to_string(cfg.threads / 32) + "_m" + std::to_string(cfg.minCtas);
   KernelSource src;
-  src.name = cfg->variant + "_" + tiles.name;
-  src.source = gDefines + sparseMlaDecodeSource(*cfg);
+  src.name = cfg.variant + "_" + tiles.name;
+  src.source = gDefines + sparseMlaDecodeSource(cfg);
   src.name += gDefineTag;
   if (trace) {
     src.name += "_trace";
@@ -118,11 +120,11 @@ Kernel build(cu::Driver &drv, const Target &tiles, const std::string &codeArch,
        p = compiled->log.find("Used", p + 1))
     res += "    " + compiled->log.substr(p, compiled->log.find('\n', p) - p) + "\n";
   std::printf("%s tiles (%s): compiled as %s, %d B dynamic shared memory%s\n%s", tiles.name,
-              cfg->variant.c_str(), codeArch.c_str(), static_cast<int>(cfg->dynamicSmem),
+              cfg.variant.c_str(), codeArch.c_str(), static_cast<int>(cfg.dynamicSmem),
               compiled->fromCache ? " (cache)" : "", res.c_str());
   cu::Module mod;
   CHECK_OK(drv.loadModule(compiled->cubin.data(), &mod, src.name));
-  k = Kernel{*cfg, &tiles, nullptr, cfg->dynamicSmem};
+  Kernel k{cfg, &tiles, nullptr, cfg.dynamicSmem};
   CHECK_OK(drv.getFunction(mod, "sparse_mla_decode", &k.decode));
   if (trace)
     CHECK_OK(drv.getFunction(mod, "sparse_mla_trace_dump", &k.traceDump));
@@ -573,18 +575,21 @@ int main(int argc, char **argv) {
               continue; // 16 warps: the 32-heads-per-CTA layout only
             // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
             // head count the registry gives this gather form.
+            const auto plain = layoutFor(*tiles, warps, vTile, vRing, heads, false);
+            if (!plain)
+              continue; // --two-per-sm: no such form for these heads
             auto timesShape = [&](int H) {
-              return !bc.asRegistry || sparseMlaDecodeBulk(H, heads) == bc.bulk;
+              return !bc.asRegistry ||
+                     sparseMlaDecodeBulk(H, heads, plain->ctasPerSm) == bc.bulk;
             };
             bool any = false;
             for (auto [H, B] : shapeList)
               any |= timesShape(H);
             if (!any && !checkOnly)
               continue;
-            Kernel k = build(drv, *tiles, codeArch, nvrtc, warps, minCtas, vTile, vRing, heads,
-                             bc.bulk, trace);
-            if (!k.decode)
-              continue; // --two-per-sm: no such form for these heads
+            Kernel k = build(drv, *tiles, codeArch, nvrtc,
+                             *layoutFor(*tiles, warps, vTile, vRing, heads, bc.bulk), minCtas,
+                             trace);
             if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
               std::printf("%s: %lld B shared memory does not fit this device\n",
                           k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));

@@ -37,7 +37,9 @@ std::string sparseMlaDecodeVariant(int tileN, int ring, int heads, int warps, bo
          (qGlobal && heads == 16 ? "_qg" : "") + (bulk ? "_bulk" : "");
 }
 
-bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta) { return opHeads > headsPerCta; }
+bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta, int ctasPerSm) {
+  return opHeads > headsPerCta || ctasPerSm == 1;
+}
 
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles) {
@@ -56,8 +58,9 @@ SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t op
                                            const Target &tiles, int headsPerCta) {
   if (headsPerCta == 0)
     headsPerCta = opHeads > 0 && opHeads <= 8 ? 8 : 16;
-  cfg.bulk = sparseMlaDecodeBulk(opHeads, headsPerCta);
-  return sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles);
+  cfg = sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles);
+  cfg.bulk = sparseMlaDecodeBulk(opHeads, headsPerCta, cfg.ctasPerSm);
+  return sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles); // the name with the gathers' form
 }
 
 std::optional<SparseMlaDecodeConfig> sparseMlaDecodeTwoPerSm(const SparseMlaDecodeConfig &cfg,

@@ -57,12 +57,16 @@ std::string sparseMlaDecodeVariant(int tileN, int ring, int heads = 16,
                                    int warps = kSparseMlaWarps, bool qGlobal = false,
                                    bool bulk = false);
 
-// Whether an op of `opHeads` heads takes the bulk-copy gathers with `headsPerCta` heads per CTA:
-// where a request has several head groups, which gather the same rows. There one bulk copy per
-// row (the copy engine's) is 6-12% faster than 8 threads x 9 cp.async (64 heads in 16-head
-// groups, batch 8 / 32 / 128: 25.8 -> 24.3, 70.4 -> 65.9, 244 -> 216 us); a group that gathers
-// its rows alone is even within 0.3 us either way (bench/RESULTS.md 2026-12-01).
-bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta);
+// Whether an op of `opHeads` heads takes the bulk-copy gathers with `headsPerCta` heads per CTA
+// and `ctasPerSm` CTAs per SM of the tile target. One bulk copy per row (the copy engine's)
+// instead of 8 threads x 9 cp.async (bench/RESULTS.md 2026-12-01):
+// - where a request has several head groups, which gather the same rows: 6-12% faster (64 heads
+//   in 16-head groups, batch 8 / 32 / 128: 25.8 -> 24.3, 70.4 -> 65.9, 244 -> 216 us);
+// - where the tile target holds one CTA per SM (SM120's two-tile ring), whose gathers no second
+//   CTA overlaps: 6-10% faster from batch 32 at that occupancy (8 heads x 128: 102.5 -> 92.1 us,
+//   16 x 32: 36.0 -> 33.4), even at batch 1 and 8 (within 0.3 us);
+// - a lone group at two CTAs per SM is even within 0.3 us either way (cp.async kept).
+bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta, int ctasPerSm);
 
 // The same tiles (and gathers) with `heads` heads per CTA: 16 (one m16 tile of heads; fewer
 // are padded), 32 (two m16 tiles) or 8 (the tokens as the mma M and the heads its N: no padding
@@ -72,8 +76,8 @@ SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int he
 
 // The layout the registry gives an op of `opHeads` heads (0: unknown) with the tiles of `cfg`:
 // `headsPerCta`, or by default 8 per CTA for ops of at most 8 heads (GLM-5 at tensor-parallel
-// 8: the tokens as the mma M, nothing padded) and 16 otherwise; the bulk-copy gathers where a
-// request has several head groups (sparseMlaDecodeBulk).
+// 8: the tokens as the mma M, nothing padded) and 16 otherwise; the bulk-copy gathers where
+// sparseMlaDecodeBulk says so.
 SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t opHeads,
                                            const Target &tiles, int headsPerCta = 0);
 
