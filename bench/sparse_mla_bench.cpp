@@ -544,107 +544,108 @@ int main(int argc, char **argv) {
         for (const std::string &vn : variantList)
           for (const std::string &hn : headsList)
             for (const BulkChoice &bc : bulkChoices) {
-            const Target *tiles = glm5c::bench::findTileTarget(tn);
-            if (!tiles)
-              return 2;
-            const int warps = std::atoi(wn.c_str());
-            if (warps != 0 && warps != 4 && warps != 8 && warps != 16) {
-              std::fprintf(stderr, "--warps takes 4, 8 or 16 (16: with 32 heads per CTA)\n");
-              return 2;
-            }
-            // SM120 occupancy implies SM120's register budget: as many CTAs per SM as the tile
-            // target holds (-1; unless --min-ctas).
-            const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str())
-                                : sm120Occupancy          ? -1
-                                                          : 0;
-            const int vTile = std::atoi(vn.c_str()),
-                      vRing = vn.find(':') == std::string::npos
-                                  ? 0
-                                  : std::atoi(vn.c_str() + vn.find(':') + 1);
-            if (vTile != 0 && (vTile % 32 != 0 || vRing < vTile / 16)) {
-              std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
-                                   "entries) >= one tile\n");
-              return 2;
-            }
-            const int heads = std::atoi(hn.c_str());
-            if (heads != 16 && heads != 32 && heads != 8) {
-              std::fprintf(stderr, "--heads-per-cta takes 16, 32 or 8\n");
-              return 2;
-            }
-            if (warps == 16 && heads != 32)
-              continue; // 16 warps: the 32-heads-per-CTA layout only
-            // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
-            // head count the registry gives this gather form.
-            const auto plain = layoutFor(*tiles, warps, vTile, vRing, heads, false);
-            if (!plain)
-              continue; // --two-per-sm: no such form for these heads
-            auto timesShape = [&](int H) {
-              return !bc.asRegistry ||
-                     sparseMlaDecodeBulk(H, heads, plain->ctasPerSm) == bc.bulk;
-            };
-            bool any = false;
-            for (auto [H, B] : shapeList)
-              any |= timesShape(H);
-            if (!any && !checkOnly)
-              continue;
-            Kernel k = build(drv, *tiles, codeArch, nvrtc,
-                             *layoutFor(*tiles, warps, vTile, vRing, heads, bc.bulk), minCtas,
-                             trace);
-            if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
-              std::printf("%s: %lld B shared memory does not fit this device\n",
-                          k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));
-              continue;
-            }
-            // As many CTAs per SM as the tile target holds (k.cfg.ctasPerSm, from its shared
-            // memory per SM): each launch pads its shared memory so that one more does not fit
-            // this device's SM (opt-in maximum + the 1 KB the system reserves).
-            if (sm120Occupancy)
-              k.launchSmem = std::max<int64_t>(
-                  k.cfg.dynamicSmem,
-                  (int64_t(drv.info().maxSharedOptin) + 1024) / (k.cfg.ctasPerSm + 1) - 1024 + 64);
-            int ctas = 1; // the split heuristic wants the device's occupancy, as the runtime's does
-            CHECK_OK(
-                drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
-            k.cfg.ctasPerSm = std::max(ctas, 1);
-            std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
-            const std::string label =
-                tn + (heads == 8 ? "/h8" : "") + "/t" + std::to_string(k.cfg.tileN) + "r" +
-                std::to_string(k.cfg.ring) + "w" + std::to_string(k.cfg.threads / 32) + "m" +
-                std::to_string(k.cfg.minCtas) +
-                (sm120Occupancy ? "o" + std::to_string(k.cfg.ctasPerSm) : "") +
-                (k.cfg.qGlobal ? "qg" : "") + (k.cfg.bulk ? "bk" : "");
-            // Correctness: holes in the index lists, head counts that do not fill a group, 1..many
-            // splits.
-            struct Case {
-              int B, H, ctx, splits, cluster;
-            } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
-                         {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 16, 8192, 64, 1},
-                         {2, 12, 4096, 4, 2},  {32, 8, 8192, 8, 1}, {128, 8, 8192, 2, 1},
-                         {8, 64, 8192, 8, 1}};
-            for (const Case &c : cases) {
-              if (skipChecks)
-                break;
-              Problem p{c.B, c.H, c.ctx, c.splits, c.cluster};
-              makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
-              auto [eo, el] = check(drv, k, p, stream);
-              bool ok = eo <= 1e-2 && el <= 1e-2;
-              failed |= !ok;
-              std::printf(
-                  "  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d cluster=%d  rel err out %.2e lse "
-                  "%.2e  %s\n",
-                  label.c_str(), c.B, c.H, c.ctx, c.splits, c.cluster, eo, el,
-                  ok ? "ok" : "FAILED");
-              freeProblem(drv, p);
-            }
-            if (checkOnly)
-              continue;
+              const Target *tiles = glm5c::bench::findTileTarget(tn);
+              if (!tiles)
+                return 2;
+              const int warps = std::atoi(wn.c_str());
+              if (warps != 0 && warps != 4 && warps != 8 && warps != 16) {
+                std::fprintf(stderr, "--warps takes 4, 8 or 16 (16: with 32 heads per CTA)\n");
+                return 2;
+              }
+              // SM120 occupancy implies SM120's register budget: as many CTAs per SM as the tile
+              // target holds (-1; unless --min-ctas).
+              const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str())
+                                  : sm120Occupancy          ? -1
+                                                            : 0;
+              const int vTile = std::atoi(vn.c_str()),
+                        vRing = vn.find(':') == std::string::npos
+                                    ? 0
+                                    : std::atoi(vn.c_str() + vn.find(':') + 1);
+              if (vTile != 0 && (vTile % 32 != 0 || vRing < vTile / 16)) {
+                std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
+                                     "entries) >= one tile\n");
+                return 2;
+              }
+              const int heads = std::atoi(hn.c_str());
+              if (heads != 16 && heads != 32 && heads != 8) {
+                std::fprintf(stderr, "--heads-per-cta takes 16, 32 or 8\n");
+                return 2;
+              }
+              if (warps == 16 && heads != 32)
+                continue; // 16 warps: the 32-heads-per-CTA layout only
+              // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
+              // head count the registry gives this gather form.
+              const auto plain = layoutFor(*tiles, warps, vTile, vRing, heads, false);
+              if (!plain)
+                continue; // --two-per-sm: no such form for these heads
+              auto timesShape = [&](int H) {
+                return !bc.asRegistry || sparseMlaDecodeBulk(H, heads, plain->ctasPerSm) == bc.bulk;
+              };
+              bool any = false;
+              for (auto [H, B] : shapeList)
+                any |= timesShape(H);
+              if (!any && !checkOnly)
+                continue;
+              Kernel k =
+                  build(drv, *tiles, codeArch, nvrtc,
+                        *layoutFor(*tiles, warps, vTile, vRing, heads, bc.bulk), minCtas, trace);
+              if (k.cfg.dynamicSmem > int64_t(drv.info().maxSharedOptin) - 1024) {
+                std::printf("%s: %lld B shared memory does not fit this device\n",
+                            k.cfg.variant.c_str(), static_cast<long long>(k.cfg.dynamicSmem));
+                continue;
+              }
+              // As many CTAs per SM as the tile target holds (k.cfg.ctasPerSm, from its shared
+              // memory per SM): each launch pads its shared memory so that one more does not fit
+              // this device's SM (opt-in maximum + the 1 KB the system reserves).
+              if (sm120Occupancy)
+                k.launchSmem = std::max<int64_t>(k.cfg.dynamicSmem,
+                                                 (int64_t(drv.info().maxSharedOptin) + 1024) /
+                                                         (k.cfg.ctasPerSm + 1) -
+                                                     1024 + 64);
+              int ctas =
+                  1; // the split heuristic wants the device's occupancy, as the runtime's does
+              CHECK_OK(
+                  drv.occupancy(k.decode, k.cfg.threads, static_cast<size_t>(k.launchSmem), &ctas));
+              k.cfg.ctasPerSm = std::max(ctas, 1);
+              std::printf("  %d CTA(s) per SM\n", k.cfg.ctasPerSm);
+              const std::string label =
+                  tn + (heads == 8 ? "/h8" : "") + "/t" + std::to_string(k.cfg.tileN) + "r" +
+                  std::to_string(k.cfg.ring) + "w" + std::to_string(k.cfg.threads / 32) + "m" +
+                  std::to_string(k.cfg.minCtas) +
+                  (sm120Occupancy ? "o" + std::to_string(k.cfg.ctasPerSm) : "") +
+                  (k.cfg.qGlobal ? "qg" : "") + (k.cfg.bulk ? "bk" : "");
+              // Correctness: holes in the index lists, head counts that do not fill a
+              // group, 1..many splits.
+              struct Case {
+                int B, H, ctx, splits, cluster;
+              } cases[] = {{1, 8, 4096, 1, 1},   {2, 16, 3000, 5, 1}, {3, 64, 8192, 16, 8},
+                           {2, 20, 2048, 64, 8}, {1, 8, 100, 3, 1},   {1, 16, 8192, 64, 1},
+                           {2, 12, 4096, 4, 2},  {32, 8, 8192, 8, 1}, {128, 8, 8192, 2, 1},
+                           {8, 64, 8192, 8, 1}};
+              for (const Case &c : cases) {
+                if (skipChecks)
+                  break;
+                Problem p{c.B, c.H, c.ctx, c.splits, c.cluster};
+                makeProblem(drv, p, 7 + c.B * 31 + c.H, true);
+                auto [eo, el] = check(drv, k, p, stream);
+                bool ok = eo <= 1e-2 && el <= 1e-2;
+                failed |= !ok;
+                std::printf("  check %-11s B=%d H=%-2d ctx=%-5d splits=%-2d cluster=%d  rel err "
+                            "out %.2e lse "
+                            "%.2e  %s\n",
+                            label.c_str(), c.B, c.H, c.ctx, c.splits, c.cluster, eo, el,
+                            ok ? "ok" : "FAILED");
+                freeProblem(drv, p);
+              }
+              if (checkOnly)
+                continue;
 
-            // Each shape at the launch geometry's split count (marked *), then at the other powers
-            // of two up to top-k / tile (the tuning sweep behind that heuristic; --no-sweep skips
-            // it).
-            std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B", "splits",
-                        "cluster", "us", "GB/s", "% bw", "TFLOP/s");
-            for (auto [H, B] : shapeList) {
+              // Each shape at the launch geometry's split count (marked *), then at the other
+              // powers of two up to top-k / tile (the tuning sweep behind that heuristic;
+              // --no-sweep skips it).
+              std::printf("\n  %-19s %3s %4s %6s %7s %9s %9s %7s %9s\n", "tiles", "H", "B",
+                          "splits", "cluster", "us", "GB/s", "% bw", "TFLOP/s");
+              for (auto [H, B] : shapeList) {
                 if (!timesShape(H))
                   continue;
                 const int ctx = 8192, topk = 2048;
@@ -738,6 +739,6 @@ int main(int argc, char **argv) {
                 for (Problem &p : ps)
                   freeProblem(drv, p);
               }
-          }
+            }
   return failed ? 1 : 0;
 }

@@ -181,10 +181,11 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #define GLM_MLA_PV_N (GLM_MLA_NO_MATH ? 0 : GLM_TILE_N)
 
 // GLM_MLA_BULK (the registry's choice where a request has several head groups, which gather the
-// same rows: codegen/registry sparseMlaDecodeBulk): each gathered row is one bulk copy (its
-// row's first gather thread), completing on the ring entry's mbarrier, instead of 8 threads x 9
-// cp.async; a tile's rows are waited for on the entries' barriers, so the barrier after the
-// wait goes. A masked row is zero-filled by its 8 threads instead.
+// same rows, or the tile target holds one CTA per SM: codegen/registry sparseMlaDecodeBulk):
+// each gathered row is one bulk copy (its row's first gather thread), completing on the ring
+// entry's mbarrier, instead of 8 threads x 9 cp.async; a tile's rows are waited for on the
+// entries' barriers, so the barrier after the wait goes. A masked row is zero-filled by its 8
+// threads instead.
 #ifndef GLM_MLA_BULK
 #define GLM_MLA_BULK 0
 #endif
