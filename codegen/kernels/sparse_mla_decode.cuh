@@ -617,6 +617,13 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     (void)k;
 #endif
   };
+  // Tile 0 and Q landed and are visible to every warp (the bulk path: Q's copies are the only
+  // cp.async groups).
+  auto wait_first_tile = [&]() {
+    glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
+    wait_tile(0);
+    __syncthreads();
+  };
   // Refill k >= 1 (at iteration k, into the entries tile k - 1 used): entries GLM_RING +
   // GLM_TILE_ENTRIES (k - 1) + j, j < GLM_TILE_ENTRIES; this thread's are those of its set.
   auto refill_first = [](int k) { return GLM_RING + GLM_TILE_ENTRIES * (k - 1); };
@@ -762,10 +769,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
     }
 #endif
-  // Tile 0 and Q landed (the bulk path: Q's copies are the only cp.async groups).
-  glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
-  wait_tile(0);
-  __syncthreads();
+  wait_first_tile();
   GLM_TRACE(2);
 #if !GLM_Q_GLOBAL
 #pragma unroll
@@ -970,10 +974,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
   // Q rides in entry 0's commit group (see the 16-head layout). Each warp loads Q's B fragments
   // (k16 x the 8 heads) for its GLM_S_K columns once.
-  // Tile 0 and Q landed (the bulk path: Q's copies are the only cp.async groups).
-  glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
-  wait_tile(0);
-  __syncthreads();
+  wait_first_tile();
   GLM_TRACE(2);
   uint32_t qb[GLM_S_KSTEPS][2];
 #pragma unroll
