@@ -527,6 +527,16 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   __shared__ unsigned long long ring_full[GLM_RING];
   if (threadIdx.x < GLM_RING)
     glm_mbar_init(ring_full + threadIdx.x, GLM_ENTRY_N * 8);
+#if !GLM_Q_GLOBAL
+  // Q's region becomes the partial scores at tile 0's hand-off, which must wait until every
+  // warp has loaded its Q fragments from it. The cp.async path's tile_begin(0) has a CTA barrier
+  // between the two; the bulk path has none, so each warp's lane 0 arrives here once the warp
+  // has loaded its fragments (after a warp barrier, which orders its lanes' loads before the
+  // release), and tile 0's hand-off waits for the phase -- long complete by then: no stall.
+  __shared__ unsigned long long q_read;
+  if (threadIdx.x == 0)
+    glm_mbar_init(&q_read, GLM_WARPS);
+#endif
   __syncthreads();
 #endif
 
@@ -776,6 +786,11 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
     glm_ldmatrix_x4(qa[0][kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
                                              (lane / 16) * 8));
+#if GLM_MLA_BULK
+  __syncwarp();
+  if (lane == 0)
+    glm_mbar_arrive(&q_read);
+#endif
 #endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -810,6 +825,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         }
       }
     }
+#if GLM_MLA_BULK && !GLM_Q_GLOBAL
+    if (tile == 0) // every warp has its Q fragments: the partial scores may overwrite Q
+      glm_mbar_wait(&q_read, 0);
+#endif
 #pragma unroll
     for (int i = 0; i < GLM_MT_W; ++i) {
       const int m = ms * GLM_MT_W + i;
@@ -981,6 +1000,11 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) // matrices (heads, k 0-7), (heads, k 8-15)
     glm_ldmatrix_x2(qb[kk], glm_smem_addr(sq + (lane % 8) * GLM_ROW + kbeg + 16 * kk +
                                           ((lane / 8) % 2) * 8));
+#if GLM_MLA_BULK
+  __syncwarp();
+  if (lane == 0)
+    glm_mbar_arrive(&q_read);
+#endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     GLM_TRACE_TILE_START();
@@ -1003,6 +1027,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
+#if GLM_MLA_BULK && !GLM_Q_GLOBAL
+    if (tile == 0) // every warp has its Q fragments: the partial scores may overwrite Q
+      glm_mbar_wait(&q_read, 0);
+#endif
     glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
     GLM_TRACE_MARK(1);
