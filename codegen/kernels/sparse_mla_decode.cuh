@@ -528,14 +528,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   if (threadIdx.x < GLM_RING)
     glm_mbar_init(ring_full + threadIdx.x, GLM_ENTRY_N * 8);
 #if !GLM_Q_GLOBAL
-  // Q's region becomes the partial scores at tile 0's hand-off, which must wait until every
-  // warp has loaded its Q fragments from it. The cp.async path's tile_begin(0) has a CTA barrier
-  // between the two; the bulk path has none, so each warp's lane 0 arrives here once the warp
-  // has loaded its fragments (after a warp barrier, which orders its lanes' loads before the
-  // release), and tile 0's hand-off waits for the phase -- long complete by then: no stall.
-  __shared__ unsigned long long q_read;
+  // Q's rows are bulk copies too, one arrival per row (below).
+  __shared__ unsigned long long q_full;
   if (threadIdx.x == 0)
-    glm_mbar_init(&q_read, GLM_WARPS);
+    glm_mbar_init(&q_full, GLM_HEADS);
 #endif
   __syncthreads();
 #endif
@@ -559,8 +555,28 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   const int32_t *idx = indices + static_cast<long long>(b) * GLM_TOPK;
 
   // Q rows of this head group; rows past num_heads are zero (their results are never written).
-  // (GLM_Q_GLOBAL: the warps load their fragments from global memory, below.)
-  for (int c = tid; !GLM_Q_GLOBAL && c < GLM_HEADS * (GLM_D / 8); c += GLM_THREADS) {
+  // (GLM_Q_GLOBAL: the warps load their fragments from global memory, below.) The bulk path:
+  // thread r copies row r (its latent and rope parts) or zeroes it, completing on q_full.
+#if GLM_MLA_BULK && !GLM_Q_GLOBAL
+  if (tid < GLM_HEADS) {
+    const int h = head0 + tid;
+    const uint32_t row = glm_smem_addr(sq + tid * GLM_ROW);
+    if (h < num_heads) {
+      const long long qrow = static_cast<long long>(b) * num_heads + h;
+      glm_mbar_arrive_expect_tx(&q_full, GLM_D * 2);
+      glm_bulk_copy_to_shared(row, q_lat + qrow * GLM_D_LATENT, GLM_D_LATENT * 2, &q_full);
+      glm_bulk_copy_to_shared(row + GLM_D_LATENT * 2, q_rope + qrow * GLM_D_ROPE, GLM_D_ROPE * 2,
+                              &q_full);
+    } else {
+      for (int c = 0; c < GLM_D / 8; ++c)
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(row + 16 * c), "r"(0u)
+                     : "memory");
+      glm_mbar_arrive(&q_full);
+    }
+  }
+#endif
+  for (int c = tid; !GLM_Q_GLOBAL && !GLM_MLA_BULK && c < GLM_HEADS * (GLM_D / 8);
+       c += GLM_THREADS) {
     int row = c / (GLM_D / 8), col = (c % (GLM_D / 8)) * 8;
     int h = head0 + row;
     const long long qrow = static_cast<long long>(b) * num_heads + (h < num_heads ? h : 0);
@@ -627,11 +643,12 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     (void)k;
 #endif
   };
-  // Tile 0 and Q landed and are visible to every warp (the bulk path: Q's copies are the only
-  // cp.async groups).
+  // Tile 0 and Q landed and are visible to every warp. (The bulk path: no cp.async groups; a
+  // split past the top-k range has no tile to wait for.)
   auto wait_first_tile = [&]() {
     glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
-    wait_tile(0);
+    if (num_tiles > 0)
+      wait_tile(0);
     __syncthreads();
   };
   // Refill k >= 1 (at iteration k, into the entries tile k - 1 used): entries GLM_RING +
@@ -655,8 +672,9 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     }
   };
 
-  // Pipeline: the prologue fills the whole ring (entries 0 .. GLM_RING - 1; Q rides in entry
-  // 0's group), so a split of up to GLM_RING entries has all its rows in flight at once.
+  // Pipeline: the prologue fills the whole ring (entries 0 .. GLM_RING - 1; the cp.async path's
+  // Q rides in entry 0's group), so a split of up to GLM_RING entries has all its rows in flight
+  // at once.
   // Iteration k >= 1 refills the entries tile k - 1 used (refill k). With a ring of more than
   // two tiles' entries, the next tile's first entries are in flight during a tile's math too.
   // Every index load of the prologue and of refill 1 is issued before the first copy (which
@@ -752,10 +770,13 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
 
   // Each warp holds Q's A fragments of its m-tiles for its GLM_S_K columns for the whole split.
-  // From shared memory: Q rides in entry 0's commit group, and the loop's first barrier then
-  // frees Q's region for spart and P. GLM_Q_GLOBAL: straight from global memory (rows past
-  // num_heads zero), issued before the wait for tile 0 so that their latency overlaps it. A k16
-  // step lies wholly in the latent or in the rope part (GLM_D_LATENT % 16 == 0).
+  // From shared memory: Q's region becomes the partial scores at tile 0's hand-off, so a CTA
+  // barrier must follow every warp's loads. The cp.async path loads them after wait_first_tile's
+  // barrier (tile_begin(0)'s barrier follows); the bulk path, whose tile_begin has none, waits
+  // for Q's rows on q_full and loads them before wait_first_tile's barrier. GLM_Q_GLOBAL:
+  // straight from global memory (rows past num_heads zero), issued before the wait for tile 0 so
+  // that their latency overlaps it. A k16 step lies wholly in the latent or in the rope part
+  // (GLM_D_LATENT % 16 == 0).
   uint32_t qa[GLM_MT_W][GLM_S_KSTEPS][4];
 #if GLM_Q_GLOBAL
 #pragma unroll
@@ -779,18 +800,20 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       }
     }
 #endif
+  auto load_q_frags = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
+      glm_ldmatrix_x4(qa[0][kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
+                                               (lane / 16) * 8));
+  };
+#if GLM_MLA_BULK && !GLM_Q_GLOBAL
+  glm_mbar_wait(&q_full, 0);
+  load_q_frags();
+#endif
   wait_first_tile();
   GLM_TRACE(2);
-#if !GLM_Q_GLOBAL
-#pragma unroll
-  for (int kk = 0; kk < GLM_S_KSTEPS; ++kk)
-    glm_ldmatrix_x4(qa[0][kk], glm_smem_addr(sq + (lane % 16) * GLM_ROW + kbeg + 16 * kk +
-                                             (lane / 16) * 8));
-#if GLM_MLA_BULK
-  __syncwarp();
-  if (lane == 0)
-    glm_mbar_arrive(&q_read);
-#endif
+#if !GLM_MLA_BULK && !GLM_Q_GLOBAL
+  load_q_frags();
 #endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -825,10 +848,6 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         }
       }
     }
-#if GLM_MLA_BULK && !GLM_Q_GLOBAL
-    if (tile == 0) // every warp has its Q fragments: the partial scores may overwrite Q
-      glm_mbar_wait(&q_read, 0);
-#endif
 #pragma unroll
     for (int i = 0; i < GLM_MT_W; ++i) {
       const int m = ms * GLM_MT_W + i;
@@ -991,19 +1010,23 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float m_ref[2] = {GLM_MASKED, GLM_MASKED};
   float l_own = 0.f;
 
-  // Q rides in entry 0's commit group (see the 16-head layout). Each warp loads Q's B fragments
-  // (k16 x the 8 heads) for its GLM_S_K columns once.
+  // Each warp loads Q's B fragments (k16 x the 8 heads) for its GLM_S_K columns once, on either
+  // side of wait_first_tile's barrier as in the 16-head layout.
+  uint32_t qb[GLM_S_KSTEPS][2];
+  auto load_q_frags = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) // matrices (heads, k 0-7), (heads, k 8-15)
+      glm_ldmatrix_x2(qb[kk], glm_smem_addr(sq + (lane % 8) * GLM_ROW + kbeg + 16 * kk +
+                                            ((lane / 8) % 2) * 8));
+  };
+#if GLM_MLA_BULK
+  glm_mbar_wait(&q_full, 0);
+  load_q_frags();
+#endif
   wait_first_tile();
   GLM_TRACE(2);
-  uint32_t qb[GLM_S_KSTEPS][2];
-#pragma unroll
-  for (int kk = 0; kk < GLM_S_KSTEPS; ++kk) // matrices (heads, k 0-7), (heads, k 8-15)
-    glm_ldmatrix_x2(qb[kk], glm_smem_addr(sq + (lane % 8) * GLM_ROW + kbeg + 16 * kk +
-                                          ((lane / 8) % 2) * 8));
-#if GLM_MLA_BULK
-  __syncwarp();
-  if (lane == 0)
-    glm_mbar_arrive(&q_read);
+#if !GLM_MLA_BULK
+  load_q_frags();
 #endif
 
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -1027,10 +1050,6 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
         glm_mma_bf16_16816(odd ? s2[mt] : s[mt], a, qb[kk][0], qb[kk][1]);
       }
     }
-#if GLM_MLA_BULK && !GLM_Q_GLOBAL
-    if (tile == 0) // every warp has its Q fragments: the partial scores may overwrite Q
-      glm_mbar_wait(&q_read, 0);
-#endif
     glm_mla_hand_off(s, s2, spart, kpart, sg, lane);
     __syncthreads();
     GLM_TRACE_MARK(1);

@@ -97,7 +97,13 @@ GPU_TEST(sparse_mla_decode) {
                  {2, 20, 2048, 8, 0},
                  {1, 8, 100, 3, 0},
                  {3, 64, 8192, 4, 0},
-                 {1, 16, 8192, 32, 0}};
+                 {1, 16, 8192, 32, 0},
+                 // Splits past the top-k range (48 splits of 64 rows: the last 16 have no tile),
+                 // whose CTAs only take part in the merge with an empty partial -- in a cluster,
+                 // alone with a second stage, and in the spread merge.
+                 {1, 8, 4096, 48, 8},
+                 {2, 16, 4096, 48, 1},
+                 {1, 20, 4096, 48, 0}};
     int ctasPerSm = 1;
     Context::check(ctx.drv->occupancy(decode, cfg.threads, static_cast<size_t>(cfg.dynamicSmem),
                                       &ctasPerSm));
