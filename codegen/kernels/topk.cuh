@@ -1145,7 +1145,9 @@ __device__ __forceinline__ void glm_tk_cluster_select(const uint32_t *hist, cons
       misc[1] = above;
       misc[5] = f;
     }
-    // Every lane's reads of hist and coarse are done (their values were used above).
+    // Every lane's reads of hist and coarse are done. Their values' use above (shuffles, votes)
+    // orders them in practice but not in the memory model; the warp barrier does.
+    __syncwarp();
     for (int i = 4 * lane; i < zero_n; i += 128)
       *reinterpret_cast<uint4 *>(zero + i) = make_uint4(0u, 0u, 0u, 0u);
   }
