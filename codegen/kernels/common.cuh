@@ -257,6 +257,10 @@ __device__ __forceinline__ void glm_bulk_copy_to_shared(uint32_t dst, const void
 __device__ __forceinline__ void glm_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+// 16 zero bytes to shared memory at addr (16-byte aligned).
+__device__ __forceinline__ void glm_st_shared_zero16(uint32_t addr) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
+}
 
 // Programmatic dependent launch (sm_90 and sm_120; Driver::launchOverlapped). Every kernel's
 // first statement but qlinear_decode's, which first issues copies of its weights (never written

@@ -569,8 +569,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                               &q_full);
     } else {
       for (int c = 0; c < GLM_D / 8; ++c)
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(row + 16 * c), "r"(0u)
-                     : "memory");
+        glm_st_shared_zero16(row + 16 * c);
       glm_mbar_arrive(&q_full);
     }
   }
@@ -615,10 +614,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
       if (!ok) { // zeros, so that P = 0 times the row stays 0; ordered before a later bulk copy
 #pragma unroll
         for (int c = 0; c < GLM_D / 64; ++c)
-          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(row + gchunk * 16 +
-                                                                         128 * c),
-                       "r"(0u)
-                       : "memory");
+          glm_st_shared_zero16(row + gchunk * 16 + 128 * c);
         glm_fence_proxy_async();
       }
       glm_mbar_arrive(ring_full + re);
@@ -643,13 +639,18 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     (void)k;
 #endif
   };
-  // Tile 0 and Q landed and are visible to every warp. (The bulk path: no cp.async groups; a
-  // split past the top-k range has no tile to wait for.)
+  // Tile 0 and Q landed and are visible to every warp. Where Q's fragments come from shared
+  // memory (not GLM_Q_GLOBAL), its region becomes the partial scores at tile 0's hand-off, so
+  // this barrier or a later one must follow every warp's fragment loads: the cp.async path loads
+  // them after it (tile_begin(0)'s barrier follows); the bulk path, whose tile_begin has none,
+  // waits for Q's rows on q_full and loads them before it. (The bulk path has no cp.async
+  // groups; a split past the top-k range has no tile to wait for.)
   auto wait_first_tile = [&]() {
     glm_cp_async_wait<GLM_MLA_BULK ? 0 : GLM_RING - GLM_TILE_ENTRIES>();
     if (num_tiles > 0)
       wait_tile(0);
     __syncthreads();
+    GLM_TRACE(2);
   };
   // Refill k >= 1 (at iteration k, into the entries tile k - 1 used): entries GLM_RING +
   // GLM_TILE_ENTRIES (k - 1) + j, j < GLM_TILE_ENTRIES; this thread's are those of its set.
@@ -770,13 +771,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   constexpr int kSpartMt = (GLM_S_KSPLIT - 1) * GLM_S_GROUPS * GLM_S_NTILES * 128;
 
   // Each warp holds Q's A fragments of its m-tiles for its GLM_S_K columns for the whole split.
-  // From shared memory: Q's region becomes the partial scores at tile 0's hand-off, so a CTA
-  // barrier must follow every warp's loads. The cp.async path loads them after wait_first_tile's
-  // barrier (tile_begin(0)'s barrier follows); the bulk path, whose tile_begin has none, waits
-  // for Q's rows on q_full and loads them before wait_first_tile's barrier. GLM_Q_GLOBAL:
-  // straight from global memory (rows past num_heads zero), issued before the wait for tile 0 so
-  // that their latency overlaps it. A k16 step lies wholly in the latent or in the rope part
-  // (GLM_D_LATENT % 16 == 0).
+  // From shared memory (wait_first_tile orders the loads against tile 0's hand-off), or with
+  // GLM_Q_GLOBAL straight from global memory (rows past num_heads zero), issued before the wait
+  // for tile 0 so that their latency overlaps it. A k16 step lies wholly in the latent or in the
+  // rope part (GLM_D_LATENT % 16 == 0).
   uint32_t qa[GLM_MT_W][GLM_S_KSTEPS][4];
 #if GLM_Q_GLOBAL
 #pragma unroll
@@ -807,11 +805,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                                (lane / 16) * 8));
   };
 #if GLM_MLA_BULK && !GLM_Q_GLOBAL
-  glm_mbar_wait(&q_full, 0);
+  glm_mbar_wait(&q_full, 0); // before tile 0's barrier: see wait_first_tile
   load_q_frags();
 #endif
   wait_first_tile();
-  GLM_TRACE(2);
 #if !GLM_MLA_BULK && !GLM_Q_GLOBAL
   load_q_frags();
 #endif
@@ -1010,8 +1007,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   float m_ref[2] = {GLM_MASKED, GLM_MASKED};
   float l_own = 0.f;
 
-  // Each warp loads Q's B fragments (k16 x the 8 heads) for its GLM_S_K columns once, on either
-  // side of wait_first_tile's barrier as in the 16-head layout.
+  // Each warp loads Q's B fragments (k16 x the 8 heads) for its GLM_S_K columns once.
   uint32_t qb[GLM_S_KSTEPS][2];
   auto load_q_frags = [&]() {
 #pragma unroll
@@ -1020,11 +1016,10 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
                                             ((lane / 8) % 2) * 8));
   };
 #if GLM_MLA_BULK
-  glm_mbar_wait(&q_full, 0);
+  glm_mbar_wait(&q_full, 0); // before tile 0's barrier: see wait_first_tile
   load_q_frags();
 #endif
   wait_first_tile();
-  GLM_TRACE(2);
 #if !GLM_MLA_BULK
   load_q_frags();
 #endif
