@@ -21,9 +21,11 @@
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -93,10 +95,33 @@ bool parseTokens(const std::string &s, std::vector<int32_t> *out) {
   return !out->empty();
 }
 
+// A numeric option's value: the whole argument, a finite number in [lo, hi] (strtod also reads
+// "nan" and "inf", which every range comparison would let through).
+bool parseNumber(const char *v, double lo, double hi, double *out) {
+  if (!v || !*v)
+    return false;
+  char *end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (*end || !std::isfinite(x) || x < lo || x > hi)
+    return false;
+  *out = x;
+  return true;
+}
+// Token counts: a context, a chunk, a prefill length (positions are 32-bit).
+bool parseTokenCount(const char *v, long *out) {
+  double x = 0;
+  if (!parseNumber(v, 1, INT32_MAX, &x))
+    return false;
+  *out = static_cast<long>(x);
+  return true;
+}
+
 // Runs tokens[0, n) through the prefill entry in chunks of at most `chunk` tokens (positions
-// continue across chunks; the KV cache carries the context), appending every row of logits.
+// continue across chunks; the KV cache carries the context). `all` gets every row of logits
+// (everyRow) or only the last token's (generation: a long prompt's rows would take prompt x
+// vocab floats, about 20 GB at 32K tokens of GLM-5's vocabulary).
 Status prefillChunked(glm5rt::Backend &backend, const int32_t *tokens, long n, long chunk,
-                      std::vector<float> *all) {
+                      bool everyRow, std::vector<float> *all) {
   std::vector<float> logits;
   std::vector<int32_t> pos;
   chunk = std::min<long>(chunk, static_cast<long>(backend.maxChunk()));
@@ -106,7 +131,10 @@ Status prefillChunked(glm5rt::Backend &backend, const int32_t *tokens, long n, l
     for (long i = 0; i < len; ++i)
       pos[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
     GLM5_RETURN_IF_ERROR(backend.run("prefill", tokens + start, pos.data(), len, &logits));
-    all->insert(all->end(), logits.begin(), logits.end());
+    if (everyRow)
+      all->insert(all->end(), logits.begin(), logits.end());
+    else if (start + len == n)
+      all->assign(logits.end() - static_cast<long>(logits.size()) / len, logits.end());
   }
   return Status::ok();
 }
@@ -325,7 +353,8 @@ int cmdScore(int argc, char **argv) {
         return usage("--tokens takes comma-separated non-negative token ids");
       ++i;
     } else if (a == "--prefill" && v) {
-      prefill = std::atol(v);
+      if (!parseTokenCount(v, &prefill))
+        return usage("--prefill takes a positive number of tokens");
       ++i;
     } else if (a == "--out" && v) {
       out = v;
@@ -351,11 +380,11 @@ int cmdScore(int argc, char **argv) {
         return usage("--mla-merge takes auto or cluster");
       ++i;
     } else if (a == "--ctx" && v) {
-      ctx = std::atol(v);
+      if (!parseTokenCount(v, &ctx))
+        return usage("--ctx takes a positive number of tokens");
       ++i;
     } else if (a == "--chunk" && v) {
-      chunk = std::atol(v);
-      if (chunk < 1)
+      if (!parseTokenCount(v, &chunk))
         return usage("--chunk takes a positive number of tokens");
       ++i;
     } else if (planPath.empty() && a[0] != '-') {
@@ -393,7 +422,14 @@ int cmdScore(int argc, char **argv) {
   if (!selectionsPath.empty())
     (*backend)->setTrace([&](const glm5rt::StepTrace &t) { selections.record(t); });
   std::vector<float> all;
-  all.reserve(static_cast<size_t>(n * vocab));
+  try {
+    all.reserve(static_cast<size_t>(n * vocab)); // every row: no reallocation below
+  } catch (const std::bad_alloc &) {
+    return fail(glm5rt::makeStatus(glm5rt::StatusCode::kResourceExhausted,
+                                   "the logits of %ld tokens (%.1f GB) do not fit this machine's "
+                                   "memory; score fewer tokens",
+                                   n, double(n) * double(vocab) * 4 / 1e9));
+  }
   for (long i = 0; i < n; ++i)
     if (tokens[static_cast<size_t>(i)] >= vocab)
       return fail(glm5rt::makeStatus(glm5rt::StatusCode::kInvalidArgument,
@@ -401,7 +437,7 @@ int cmdScore(int argc, char **argv) {
                                      tokens[static_cast<size_t>(i)], i,
                                      static_cast<long long>(vocab)));
   std::vector<float> logits;
-  Status s = prefillChunked(**backend, tokens.data(), prefill, chunk, &all);
+  Status s = prefillChunked(**backend, tokens.data(), prefill, chunk, /*everyRow=*/true, &all);
   if (!s.isOk())
     return fail(s);
   for (long i = prefill; i < n; ++i) {
@@ -474,11 +510,6 @@ int cmdGenerate(int argc, char **argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
-    auto num = [&](double *out) {
-      char *end = nullptr;
-      *out = std::strtod(v, &end);
-      return *v && !*end;
-    };
     double x = 0;
     if (a == "--weights" && v) {
       weights = v;
@@ -486,32 +517,30 @@ int cmdGenerate(int argc, char **argv) {
       prompt = v;
       havePrompt = true;
     } else if (a == "-n" && v) {
-      if (!num(&x) || x < 1 || x > 1e7)
+      if (!parseNumber(v, 1, 1e7, &x))
         return usage("-n takes a positive number of tokens");
       n = static_cast<long>(x);
     } else if (a == "--ctx" && v) {
-      if (!num(&x) || x < 1)
+      if (!parseTokenCount(v, &ctx))
         return usage("--ctx takes a positive number of tokens");
-      ctx = static_cast<long>(x);
     } else if (a == "--chunk" && v) {
-      if (!num(&x) || x < 1)
+      if (!parseTokenCount(v, &chunk))
         return usage("--chunk takes a positive number of tokens");
-      chunk = static_cast<long>(x);
     } else if (a == "--temp" && v) {
-      if (!num(&x) || x < 0)
+      if (!parseNumber(v, 0, 1e30, &x))
         return usage("--temp takes a non-negative number");
       so.temperature = static_cast<float>(x);
     } else if (a == "--top-k" && v) {
-      if (!num(&x) || x < 0)
+      if (!parseNumber(v, 0, INT32_MAX, &x))
         return usage("--top-k takes a non-negative integer");
       so.topK = static_cast<int>(x);
     } else if (a == "--top-p" && v) {
-      if (!num(&x) || x <= 0 || x > 1)
+      if (!parseNumber(v, 0, 1, &x) || x == 0)
         return usage("--top-p takes a number in (0, 1]");
       so.topP = static_cast<float>(x);
     } else if (a == "--seed" && v) {
-      if (!num(&x) || x < 0)
-        return usage("--seed takes a non-negative integer");
+      if (!parseNumber(v, 0, 9007199254740992.0, &x)) // 2^53: every integer exact
+        return usage("--seed takes a non-negative integer up to 2^53");
       so.seed = static_cast<uint64_t>(x);
     } else if (a == "--device" && v) {
       dc.device = v;
@@ -595,11 +624,12 @@ int cmdGenerate(int argc, char **argv) {
   glm5rt::tokenizer::TokenDecoder decoder(**tok, /*includeSpecial=*/false);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits;
-  Status s = prefillChunked(**backend, ids.data(), static_cast<long>(ids.size()), chunk, &logits);
+  Status s = prefillChunked(**backend, ids.data(), static_cast<long>(ids.size()), chunk,
+                            /*everyRow=*/false, &logits);
   if (!s.isOk())
     return fail(s);
   auto t1 = std::chrono::steady_clock::now();
-  int32_t next = sampler.sample(logits.data() + (ids.size() - 1) * vocab, vocab);
+  int32_t next = sampler.sample(logits.data(), vocab); // the prompt's last token's row
   long generated = 0;
   int32_t p = static_cast<int32_t>(ids.size());
   std::fputs(prompt.c_str(), stdout);
