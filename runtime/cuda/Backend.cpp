@@ -25,8 +25,7 @@ namespace {
 
 constexpr uint64_t kAlign = 256;
 uint64_t alignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
-
-uint64_t dtypeBytes(pl::DType t) { return t == pl::DType::BF16 ? 2 : 4; }
+using plan::dtypeBytes;
 
 // One buffer element as float and back (the host view of traced and forced outputs).
 float loadElement(const uint8_t *e, pl::DType dt) {

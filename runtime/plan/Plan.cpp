@@ -205,11 +205,28 @@ Status LoadedPlan::verify() {
                             p.kv()->page_size());
       }
   }
+  // Buffers: the backends take a buffer's row length from its shape's last dim and its bytes
+  // from elems_per_token, so both must describe the same positive extent (-1: the cached
+  // positions, only in a per-context buffer).
   for (uint32_t i = 0; i < nBuffers; ++i) {
     const auto *b = p.buffers()->Get(i);
     if (b->elems_per_token() == 0 || b->elems_per_token() > (1ull << 32))
       return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] has %" PRIu64
                         " elements per token", f, i, b->elems_per_token());
+    if (!b->shape() || b->shape()->size() == 0)
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] lacks a shape", f, i);
+    uint64_t elems = 1;
+    for (int64_t d : *b->shape()) {
+      if (d == 0 || d < -1 || (d == -1 && !b->per_context()) || d > (1ll << 32))
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] has a dim of %lld", f, i,
+                          static_cast<long long>(d));
+      elems *= d > 0 ? static_cast<uint64_t>(d) : 1;
+      if (elems > (1ull << 32))
+        break;
+    }
+    if (!b->per_context() && elems != b->elems_per_token())
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u]'s shape does not hold its %"
+                        PRIu64 " elements per token", f, i, b->elems_per_token());
   }
   if (p.ranks() < 1 || p.ranks() > 256)
     return makeStatus(StatusCode::kDataLoss, "%s: plan.ranks is %d, not 1..256", f, p.ranks());
@@ -227,16 +244,40 @@ Status LoadedPlan::verify() {
     if (entry->output() < 0 || static_cast<uint32_t>(entry->output()) >= nBuffers)
       return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] output buffer %d out of "
                         "range (%u buffers)", f, e, entry->output(), nBuffers);
+    if (p.buffers()->Get(static_cast<uint32_t>(entry->output()))->elems_per_token() !=
+        static_cast<uint64_t>(c->vocab()))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u] output buffer %d is not a "
+                        "row of %d logits", f, e, entry->output(), c->vocab());
+    // Every arena buffer an entry touches lies within its bytes per token.
+    auto inArena = [&](int id) {
+      const auto *b = p.buffers()->Get(static_cast<uint32_t>(id));
+      const uint64_t bytes = b->elems_per_token() * dtypeBytes(b->dtype());
+      return b->per_context() || (b->offset_per_token() <= entry->arena_bytes_per_token() &&
+                                  bytes <= entry->arena_bytes_per_token() - b->offset_per_token());
+    };
+    if (!inArena(entry->output()) || entry->arena_bytes_per_token() > (1ull << 40))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u]: buffer %d lies outside its "
+                        "arena of %" PRIu64 " bytes per token", f, e, entry->output(),
+                        entry->arena_bytes_per_token());
+    const bool hostPlan = p.target()->tiles()->str() == "host";
     for (uint32_t s = 0; s < entry->steps()->size(); ++s) {
       const auto *st = entry->steps()->Get(s);
-      const char *name = st->name() ? st->name()->c_str() : "?";
+      if (!st->name() || !st->inputs() || !st->outputs())
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] lacks %s", f, e,
+                          s, !st->name() ? "its name" : "its input or output list");
+      const char *name = st->name()->c_str();
       if (static_cast<uint16_t>(st->op()) > static_cast<uint16_t>(OpKind::MAX))
         return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": unknown "
                           "op kind %u", f, e, s, name, static_cast<unsigned>(st->op()));
       if (st->kernel() < -1 || (st->kernel() >= 0 && static_cast<uint32_t>(st->kernel()) >= nKernels))
         return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": kernel %d "
                           "out of range (%u kernels)", f, e, s, name, st->kernel(), nKernels);
-      if (st->layer() >= c->layers())
+      // A GPU plan launches a kernel for every op but the collectives (NCCL's).
+      if (!hostPlan && st->kernel() < 0 && st->op() != OpKind::AllReduce &&
+          st->op() != OpKind::AllGather)
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": no "
+                          "kernel in a %s plan", f, e, s, name, p.target()->tiles()->c_str());
+      if (st->layer() < -1 || st->layer() >= c->layers())
         return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": layer %d "
                           "of %d", f, e, s, name, st->layer(), c->layers());
       auto checkIds = [&](const flatbuffers::Vector<int32_t> *ids, int lowest, uint32_t count,
@@ -254,6 +295,23 @@ Status LoadedPlan::verify() {
       GLM5_RETURN_IF_ERROR(checkIds(st->inputs(), -2, nBuffers, "input buffer"));
       GLM5_RETURN_IF_ERROR(checkIds(st->outputs(), 0, nBuffers, "output buffer"));
       GLM5_RETURN_IF_ERROR(checkIds(st->weights(), 0, nWeights, "weight"));
+      for (int id : *st->inputs())
+        if (id >= 0 && !inArena(id))
+          return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": "
+                            "input buffer %d lies outside the arena", f, e, s, name, id);
+      for (int id : *st->outputs())
+        if (!inArena(id))
+          return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": "
+                            "output buffer %d lies outside the arena", f, e, s, name, id);
+      // Weights named by attribute ("weight.<role>": a weight id) index the table directly.
+      if (st->attrs())
+        for (const auto *a : *st->attrs())
+          if (a->key() && a->key()->str().rfind("weight.", 0) == 0 &&
+              (a->is_float() || a->is_string() || a->i() < 0 ||
+               static_cast<uint64_t>(a->i()) >= nWeights))
+            return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\": "
+                              "attribute %s names no weight (%u weights)", f, e, s, name,
+                              a->key()->c_str(), nWeights);
     }
   }
   for (int r = 0; r < p.ranks(); ++r)

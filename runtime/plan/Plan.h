@@ -22,6 +22,9 @@ namespace glm5rt::plan {
 //    glm.linears: a decode activation's products in one kernel).
 inline constexpr uint32_t kFormatVersion = 4;
 
+// Bytes of one element of a plan buffer or of the KV cache.
+inline uint64_t dtypeBytes(glm5::plan::DType t) { return t == glm5::plan::DType::BF16 ? 2 : 4; }
+
 class LoadedPlan {
 public:
   static StatusOr<std::unique_ptr<LoadedPlan>> open(const std::string &path);
