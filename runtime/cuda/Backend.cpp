@@ -101,8 +101,13 @@ StatusOr<std::unique_ptr<Backend>> Backend::create(const plan::LoadedPlan &loade
                       loaded.path().c_str(), p.ranks(),
                       o.comm ? strFormat("a communicator of %d ranks", o.comm->ranks()).c_str()
                              : "none");
-  if (o.chunk < 1 || o.chunk > (1 << 20))
-    return makeStatus(StatusCode::kInvalidArgument, "the prefill chunk must be 1..1048576 tokens");
+  // A chunk's tokens are the grid's y dimension of the per-token kernels (the indexer score,
+  // top-k, sparse MLA), which CUDA caps at 65535.
+  if (o.chunk < 1 || o.chunk > kMaxChunk)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "the prefill chunk must be 1..%d tokens on the cuda backend (got %lld): "
+                      "the per-token kernels' grids put a chunk's tokens on CUDA's y dimension",
+                      static_cast<int>(kMaxChunk), static_cast<long long>(o.chunk));
   std::unique_ptr<Backend> b(new Backend(p));
   b->useGraphs_ = o.graphs;
   b->overlap_ = o.overlap;

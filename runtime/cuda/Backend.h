@@ -37,9 +37,13 @@
 
 namespace glm5rt::cuda {
 
+// The largest prefill chunk: CUDA's grid y limit (a chunk's tokens are the per-token kernels'
+// grid y).
+constexpr int64_t kMaxChunk = 65535;
+
 struct BackendOptions {
   int64_t contextTokens = 0; // --ctx; 0: as much as the free memory holds (model context max)
-  int64_t chunk = 512;       // most tokens of one prefill call
+  int64_t chunk = 512;       // most tokens of one prefill call (1..kMaxChunk)
   bool progress = true;      // weight upload progress on stderr
   bool graphs = true;        // replay one-token steps as a CUDA graph
   // Launch each kernel overlapped with the one before it (programmatic dependent launch: its

@@ -253,9 +253,22 @@ Status Driver::copy2DDeviceToDevice(DevicePtr dst, size_t dstPitch, DevicePtr sr
 Status Driver::memInfo(size_t *freeBytes, size_t *totalBytes) {
   return check(api_->cuMemGetInfo(freeBytes, totalBytes), "cuMemGetInfo", "");
 }
+namespace {
+// CUDA's grid limits (x up to 2^31 - 1, y and z up to 65535), checked before a launch so that
+// an oversized grid names its dims rather than the driver's CUDA_ERROR_INVALID_VALUE.
+Status checkGrid(unsigned gx, unsigned gy, unsigned gz, const std::string &what) {
+  if (gx > 0x7fffffffu || gy > 65535u || gz > 65535u)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: grid %u x %u x %u exceeds CUDA's limits (x up to 2147483647, y and z "
+                      "up to 65535)", what.c_str(), gx, gy, gz);
+  return Status::ok();
+}
+} // namespace
+
 Status Driver::launch(Function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                       unsigned by, unsigned bz, unsigned smem, Stream s, void **params,
                       const std::string &what) {
+  GLM5_RETURN_IF_ERROR(checkGrid(gx, gy, gz, what));
   return check(api_->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, nullptr),
                "cuLaunchKernel", what);
 }
@@ -290,6 +303,7 @@ Status Driver::launchEx(Function f, unsigned gx, unsigned gy, unsigned gz, unsig
     attrs[n].id = kLaunchAttrProgrammaticStreamSerialization;
     attrs[n++].value.bytes[0] = 1; // programmaticStreamSerializationAllowed (an int, little-endian)
   }
+  GLM5_RETURN_IF_ERROR(checkGrid(gx, gy, gz, what));
   LaunchConfig cfg{gx, gy, gz, bx, 1, 1, smem, s, attrs, n};
   return check(api_->cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx", what);
 }

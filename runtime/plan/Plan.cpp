@@ -111,6 +111,77 @@ const char *opKindName(OpKind kind) {
   return name && *name ? name : "?";
 }
 
+namespace {
+// What the backends read of a step of each op kind (runtime/host, runtime/cuda): its first
+// `inputs` inputs, of which those from `firstBuffer` on are activation buffers (before it: the
+// tokens, -1, or the positions, -2), its first `outputs` outputs, and one weight per role
+// (attribute "weight.<role>"). The backends index these without bounds checks, so the verifier
+// requires them; Linears needs w<i> for each of its outputs (checked separately).
+struct OpUse {
+  OpKind op;
+  int inputs, firstBuffer, outputs;
+  const char *weights[3];
+};
+constexpr OpUse kOpUses[] = {
+    {OpKind::Embed, 0, 0, 1, {"table"}},
+    {OpKind::RmsNorm, 1, 0, 1, {"weight"}},
+    {OpKind::LayerNorm, 1, 0, 1, {"weight", "bias"}},
+    {OpKind::Linear, 1, 0, 1, {"weight"}},
+    {OpKind::HeadLinear, 1, 0, 1, {"weight"}},
+    {OpKind::Slice, 1, 0, 1, {}},
+    {OpKind::Rope, 1, 0, 1, {}},
+    {OpKind::CacheAppend, 4, 1, 0, {}},
+    {OpKind::RopeCacheAppend, 4, 1, 0, {}},
+    {OpKind::IndexerScore, 2, 0, 1, {}},
+    {OpKind::TopK, 1, 0, 1, {}},
+    {OpKind::SparseMla, 3, 0, 2, {}},
+    {OpKind::MoEGate, 1, 0, 2, {"bias"}},
+    {OpKind::MoERouter, 1, 0, 2, {"weight", "bias"}},
+    {OpKind::MoEExperts, 3, 0, 1, {"gate", "up", "down"}},
+    {OpKind::SwiGLU, 1, 0, 1, {"gate", "up", "down"}},
+    {OpKind::Add, 2, 0, 1, {}},
+    {OpKind::Logits, 1, 0, 1, {"weight"}},
+    {OpKind::SwiGLUMul, 2, 0, 1, {}},
+    {OpKind::AllReduce, 1, 0, 1, {}},
+    {OpKind::AllGather, 1, 0, 1, {}},
+    {OpKind::GateUp, 1, 0, 1, {"gate", "up"}},
+    {OpKind::Linears, 1, 0, 1, {}},
+};
+static_assert(sizeof(kOpUses) / sizeof(kOpUses[0]) == static_cast<size_t>(OpKind::MAX) + 1,
+              "every op kind has its row");
+
+// The step's operands against its op kind's row: a message naming what is missing, or "".
+std::string missingOperands(const glm5::plan::Step &st) {
+  const OpUse *row = nullptr;
+  for (const OpUse &r : kOpUses)
+    if (r.op == st.op())
+      row = &r;
+  if (!row)
+    return strFormat("no operand rule for op kind %s", opKindName(st.op()));
+  const OpUse &u = *row;
+  if (st.inputs()->size() < static_cast<uint32_t>(u.inputs))
+    return strFormat("%u inputs, a %s step reads %d", st.inputs()->size(), opKindName(st.op()),
+                     u.inputs);
+  for (int i = u.firstBuffer; i < u.inputs; ++i)
+    if (st.inputs()->Get(static_cast<uint32_t>(i)) < 0)
+      return strFormat("input %d is not a buffer", i);
+  if (st.outputs()->size() < static_cast<uint32_t>(u.outputs))
+    return strFormat("%u outputs, a %s step writes %d", st.outputs()->size(),
+                     opKindName(st.op()), u.outputs);
+  auto hasWeight = [&](const std::string &role) {
+    return stepAttr(st, ("weight." + role).c_str()) != nullptr;
+  };
+  for (const char *role : u.weights)
+    if (role && !hasWeight(role))
+      return strFormat("no weight.%s", role);
+  if (st.op() == OpKind::Linears)
+    for (uint32_t i = 0; i < st.outputs()->size(); ++i)
+      if (!hasWeight("w" + std::to_string(i)))
+        return strFormat("no weight.w%u for output %u", i, i);
+  return "";
+}
+} // namespace
+
 StatusOr<std::unique_ptr<LoadedPlan>> LoadedPlan::open(const std::string &path) {
   auto file = MappedFile::openRead(path);
   if (!file.isOk())
@@ -159,6 +230,10 @@ Status LoadedPlan::verify() {
   if (c->hidden() <= 0 || c->layers() <= 0 || c->heads() <= 0 || c->vocab() <= 0 ||
       c->kv_lora() <= 0 || c->rope() <= 0 || c->index_topk() <= 0)
     return makeStatus(StatusCode::kDataLoss, "%s: plan.config has non-positive dims", f);
+  // 0: the GGUF states no context length (the KV cache is then sized by memory and --ctx).
+  if (c->context_length() < 0)
+    return makeStatus(StatusCode::kDataLoss, "%s: plan.config.context_length is %d", f,
+                      c->context_length());
   const uint32_t nWeights = p.weights()->size();
   const uint32_t nKernels = p.kernels() ? p.kernels()->size() : 0;
   const uint32_t nBuffers = p.buffers()->size();
@@ -291,6 +366,10 @@ Status LoadedPlan::verify() {
                               e, s, name, what, ids->Get(i), count);
         return Status::ok();
       };
+      const std::string missing = missingOperands(*st);
+      if (!missing.empty())
+        return makeStatus(StatusCode::kDataLoss, "%s: plan.entries[%u].steps[%u] \"%s\" (%s): "
+                          "%s", f, e, s, name, opKindName(st->op()), missing.c_str());
       GLM5_RETURN_IF_ERROR(checkIds(st->extra_kernels(), 0, nKernels, "extra kernel"));
       GLM5_RETURN_IF_ERROR(checkIds(st->inputs(), -2, nBuffers, "input buffer"));
       GLM5_RETURN_IF_ERROR(checkIds(st->outputs(), 0, nBuffers, "output buffer"));

@@ -7,7 +7,10 @@ rank 5, `norank` drops rank 1's decode, `box` makes the first weight box reach p
 Fields the runtime would index by: `noname` drops prefill's fourth step's name, `noinputs` its
 input list, `layer` sets its layer to -5; `shape` gives the first buffer a dim of 0; `logits`
 halves the logits row; `arena` moves the first buffer past prefill's arena; `weightattr` points
-the first `weight.*` attribute past the weight table; `nokernel` drops a GPU step's kernel."""
+the first `weight.*` attribute past the weight table; `nokernel` drops a GPU step's kernel.
+An op's operands: `arity` drops the first SparseMla step's last input, `noweight` the first
+RmsNorm step's `weight.weight` attribute, `posinput` makes the first RopeCacheAppend step's latent
+input the positions (-2). `ctxlen` sets config.context_length to -1."""
 import json
 import sys
 
@@ -52,6 +55,17 @@ elif what == "weightattr":
     a = next(a for e in plan["entries"] for s in e["steps"] for a in s.get("attrs", [])
              if a["key"].startswith("weight."))
     a["i"] = len(plan["weights"])
+elif what in ("arity", "noweight", "posinput"):
+    op = {"arity": "SparseMla", "noweight": "RmsNorm", "posinput": "RopeCacheAppend"}[what]
+    step = next(s for s in plan["entries"][0]["steps"] if s.get("op") == op)
+    if what == "arity":
+        step["inputs"].pop()
+    elif what == "noweight":
+        step["attrs"] = [a for a in step["attrs"] if a["key"] != "weight.weight"]
+    else:
+        step["inputs"][1] = -2
+elif what == "ctxlen":
+    plan["config"]["context_length"] = -1
 elif what == "nokernel":
     del plan["entries"][0]["steps"][3]["kernel"]
 json.dump(plan, open(dst, "w"))
