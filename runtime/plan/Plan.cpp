@@ -205,8 +205,21 @@ StatusOr<std::unique_ptr<LoadedPlan>> LoadedPlan::fromBytes(const std::string &n
   return p;
 }
 
+namespace {
+// flatbuffers' verifier (2.0) checks a vector's length word, not where its elements fall: a
+// hostile plan can put an 8-byte vector at a 4-byte boundary, and reading it would be undefined
+// behaviour. Every vector of 8-byte scalars the loader reads is checked with this (the buffer
+// itself starts 8-byte aligned: checked first).
+template <typename T> bool elementsAligned(const flatbuffers::Vector<T> *v) {
+  return !v || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+} // namespace
+
 Status LoadedPlan::verify() {
   const char *f = path_.c_str();
+  if (reinterpret_cast<uintptr_t>(data_) % 8 != 0)
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "%s: the plan's bytes are not 8-byte aligned in memory", f);
   if (size_ < 8 || !glm5::plan::PlanBufferHasIdentifier(data_))
     return makeStatus(StatusCode::kDataLoss, "%s: not a glm5c plan (no \"G5PL\" identifier)", f);
   flatbuffers::Verifier verifier(data_, size_, /*max_depth=*/64, /*max_tables=*/100000000);
@@ -242,6 +255,10 @@ Status LoadedPlan::verify() {
     if (!w->name() || !w->shape() || w->shape()->size() == 0 || w->shape()->size() > 4)
       return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] lacks a name or a shape", f,
                         i);
+    if (!elementsAligned(w->shape()) || !elementsAligned(w->view_offset()) ||
+        !elementsAligned(w->view_shape()))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.weights[%u] has a misaligned dims vector",
+                        f, i);
     const uint32_t nView = w->view_offset() ? w->view_offset()->size() : 0;
     if (nView != (w->view_shape() ? w->view_shape()->size() : 0) ||
         (nView && nView != w->shape()->size()))
@@ -290,6 +307,9 @@ Status LoadedPlan::verify() {
                         " elements per token", f, i, b->elems_per_token());
     if (!b->shape() || b->shape()->size() == 0)
       return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] lacks a shape", f, i);
+    if (!elementsAligned(b->shape()))
+      return makeStatus(StatusCode::kDataLoss, "%s: plan.buffers[%u] has a misaligned shape", f,
+                        i);
     uint64_t elems = 1;
     for (int64_t d : *b->shape()) {
       if (d == 0 || d < -1 || (d == -1 && !b->per_context()) || d > (1ll << 32))
