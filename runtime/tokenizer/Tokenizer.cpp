@@ -213,6 +213,20 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::fromGguf(const GgufFile &file) {
     tok->types_[id] = static_cast<int32_t>(*t);
   }
 
+  // What byte-level BPE emits -- byte tokens and merge results -- must decode through the byte
+  // map (NORMAL, or UNDEFINED, which decodes the same way): a CONTROL, USER_DEFINED, UNKNOWN,
+  // UNUSED or BYTE token there would turn plain text into a special token and decode to other
+  // bytes (found by the tokenizer fuzzer). Converted vocabularies type only added tokens
+  // otherwise, and BPE never produces those.
+  auto bpeToken = [&](int32_t id) {
+    return tok->types_[id] == kTokenNormal || tok->types_[id] == kTokenUndefined;
+  };
+  auto typeName = [](int32_t t) {
+    static const char *const kNames[] = {"UNDEFINED", "NORMAL", "UNKNOWN", "CONTROL",
+                                         "USER_DEFINED", "UNUSED", "BYTE"};
+    return kNames[t];
+  };
+
   // Byte tokens: byte-level BPE starts every piece from them.
   for (uint32_t b = 0; b < 256; ++b) {
     std::string text;
@@ -222,6 +236,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::fromGguf(const GgufFile &file) {
       return makeStatus(StatusCode::kDataLoss,
                         "%s: key 'tokenizer.ggml.tokens' has no token for byte 0x%02X (%s)", path,
                         b, quote(text).c_str());
+    if (!bpeToken(*id))
+      return makeStatus(StatusCode::kDataLoss,
+                        "%s: key 'tokenizer.ggml.token_type': token %d %s, byte 0x%02X's, is %s; "
+                        "byte-level BPE needs it NORMAL",
+                        path, *id, quote(text).c_str(), b, typeName(tok->types_[*id]));
     tok->byteIds_[b] = *id;
   }
 
@@ -262,6 +281,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::fromGguf(const GgufFile &file) {
                         "%s: key 'tokenizer.ggml.merges' entry %zu %s produces %s, which is not "
                         "in 'tokenizer.ggml.tokens'",
                         path, r, quote(m).c_str(), quote(joined).c_str());
+    if (!bpeToken(*result))
+      return makeStatus(StatusCode::kDataLoss,
+                        "%s: key 'tokenizer.ggml.merges' entry %zu %s produces token %d, which is "
+                        "%s; byte-level BPE needs it NORMAL",
+                        path, r, quote(m).c_str(), *result, typeName(tok->types_[*result]));
     // A repeated pair keeps its first (lowest) rank.
     tok->merges_.emplace(pairKey(*l, *rt), Merge{static_cast<int32_t>(r), *result});
   }

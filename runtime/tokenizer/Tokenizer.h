@@ -11,7 +11,9 @@
 //   3. Each piece is mapped byte by byte through GPT-2's byte -> unicode table to byte tokens,
 //      which are merged by BPE: repeatedly the adjacent pair with the lowest merge rank, the
 //      leftmost one on ties. Every merge's result is a token (checked at load), so a piece that
-//      is not in the vocabulary simply ends as smaller tokens, at worst its byte tokens.
+//      is not in the vocabulary simply ends as smaller tokens, at worst its byte tokens. Byte
+//      tokens and merge results are NORMAL (also checked at load): encoding plain text never
+//      yields a special token, and decode(encode(text, false)) == text for any bytes.
 // encode() never adds a BOS token: GLM prompts begin with "[gMASK]<sop>", which the chat template
 // writes and encode(..., parseSpecial = true) turns into those two ids.
 #pragma once

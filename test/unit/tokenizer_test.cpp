@@ -578,4 +578,23 @@ TEST(TokenizerErrors, MissingByteToken) {
   expectLoadError(d, {}, {"no token for byte 0x41"});
 }
 
+// What byte-level BPE emits must decode through the byte map: a byte token or a merge result of
+// another type is refused (it would turn plain text into a special token).
+TEST(TokenizerErrors, ByteTokenNotNormal) {
+  TokenizerData d = fixtureData();
+  d.tokenTypes['A'] = glm5c::fixture::kTokenTypeControl;
+  expectLoadError(d, {}, {"token 65 \"A\", byte 0x41's, is CONTROL", "NORMAL"});
+}
+
+TEST(TokenizerErrors, MergeResultNotNormal) {
+  TokenizerData d = fixtureData();
+  const std::string &m = d.merges[0];
+  const size_t sp = m.find(' ', 1);
+  const std::string joined = m.substr(0, sp) + m.substr(sp + 1);
+  const size_t id = std::find(d.tokens.begin(), d.tokens.end(), joined) - d.tokens.begin();
+  ASSERT_LT(id, d.tokens.size());
+  d.tokenTypes[id] = kTokenUnused;
+  expectLoadError(d, {}, {"'tokenizer.ggml.merges' entry 0", "is UNUSED", "NORMAL"});
+}
+
 } // namespace
