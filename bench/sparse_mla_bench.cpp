@@ -11,18 +11,20 @@
 // --skip-checks leaves out the correctness cases before the timed shapes, so that a profiler's
 // first kernel launch is the first timed shape's (checked) launch: bench/device_mla.sh.
 // --warps builds each tile configuration with these warp counts (4 or 8; 16 with 32 heads per
-// CTA, other layouts skip it) instead of the registry's (tuning: kSparseMlaWarps); --min-ctas with these __launch_bounds__ minimum CTAs
-// per SM (registers capped so that many fit). --sm120-occupancy pads each CTA's shared memory
-// so one CTA per SM fits, as on SM120 (where the tiles leave room for one), instead of the two
-// an H200's 228 KB would take. --splits/--cluster time one split count and cluster
-// size only (profiling; --cluster 0: the spread merge, see sparse_mla_decode.cuh); --variants
-// TILE_N:RING,... builds those tile shapes (ring in 16-row
+// CTA, other layouts skip it) instead of the registry's (tuning: kSparseMlaWarps); --min-ctas
+// with these __launch_bounds__ minimum CTAs per SM (registers capped so that many fit).
+// --sm120-occupancy pads each CTA's shared memory so one CTA per SM fits, as on SM120 (where the
+// tiles leave room for one), instead of the two an H200's 228 KB would take. --splits/--cluster
+// time one split count and cluster size only (profiling; --cluster 0: the spread merge, see
+// sparse_mla_decode.cuh); --variants TILE_N:RING,... builds those tile shapes (ring in 16-row
 // entries) instead of the registry's first fit (tuning kSparseMlaTiles); --no-gather times every
 // shape with all slots masked (no row loaded, every product computed: the kernel's work without its
 // memory traffic);
 // --gather-probe also times, at each shape, a kernel that only reads the selected rows;
 // --heads-per-cta 8 builds the layout with 8 heads per CTA (tokens as the mma M), 32 the one with
-// two m16 tiles of heads per CTA.
+// two m16 tiles of heads per CTA; auto (the default) builds 8 and 16 and times each shape with
+// the registry's for its head count (sparseMlaHeadsPerCta: what the runtime runs, but for the
+// 32-head form it may take per batch).
 // --bulk auto|0|1 (or a list): the gathers as one bulk copy per row (GLM_MLA_BULK) or as cp.async;
 // auto (the default) builds both and times each shape with the registry's choice
 // (sparseMlaDecodeBulk: bulk where a request has several head groups, or the tile target holds
@@ -434,7 +436,7 @@ int main(int argc, char **argv) {
   int forcedSplits = 0, forcedCluster = -1; // --cluster 0: the spread merge
   int reps = 50;
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"}, shapes, warpList = {"0"},
-                           minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"16"},
+                           minCtasList = {"0"}, variantList = {"0:0"}, headsList = {"auto"},
                            bulkList = {"auto"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -462,7 +464,7 @@ int main(int argc, char **argv) {
       minCtasList = splitList(argv[++i]);
     else if (a == "--variants" && i + 1 < argc) // TILE_N:RING,...
       variantList = splitList(argv[++i]);
-    else if (a == "--heads-per-cta" && i + 1 < argc) // 16 (the registry's), 32 and/or 8
+    else if (a == "--heads-per-cta" && i + 1 < argc) // auto (the registry's), 16, 32 and/or 8
       headsList = splitList(argv[++i]);
     else if (a == "--bulk" && i + 1 < argc) // auto (the registry's choice per shape), 0, 1
       bulkList = splitList(argv[++i]);
@@ -485,9 +487,10 @@ int main(int argc, char **argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--no-sweep] [--shapes H:B,...] [--tiles "
-                   "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] [--sm120-occupancy] "
+                   "sm_120a,sm_90] [--reps N] [--warps 4,8,16] [--min-ctas 1,2] "
+                   "[--sm120-occupancy] "
                    "[--splits N [--cluster C]] [--skip-checks] [--variants T:S,...] "
-                   "[--no-gather] [--gather-probe] [--heads-per-cta 16,32,8] [--trace] "
+                   "[--no-gather] [--gather-probe] [--heads-per-cta auto,16,32,8] [--trace] "
                    "[--define NAME=V] [--pdl] [--two-per-sm] [--sets N] [--bulk auto,0,1]\n",
                    argv[0]);
       return 2;
@@ -530,6 +533,22 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  struct HeadsChoice {
+    int heads;
+    bool asRegistry; // only the shapes sparseMlaHeadsPerCta gives these heads per CTA
+  };
+  std::vector<HeadsChoice> headsChoices;
+  for (const std::string &h : headsList) {
+    if (h == "auto") {
+      headsChoices.push_back({8, true});
+      headsChoices.push_back({16, true});
+    } else if (h == "8" || h == "16" || h == "32") {
+      headsChoices.push_back({std::atoi(h.c_str()), false});
+    } else {
+      std::fprintf(stderr, "--heads-per-cta takes auto, 16, 32 or 8\n");
+      return 2;
+    }
+  }
   if (!checkOnly)
     std::printf("empty kernel, graph replay: %.1f us\n",
                 emptyKernelUs(drv, codeArch, nvrtc, stream, reps));
@@ -542,7 +561,7 @@ int main(int argc, char **argv) {
     for (const std::string &wn : warpList)
       for (const std::string &mn : minCtasList)
         for (const std::string &vn : variantList)
-          for (const std::string &hn : headsList)
+          for (const HeadsChoice &hc : headsChoices)
             for (const BulkChoice &bc : bulkChoices) {
               const Target *tiles = glm5c::bench::findTileTarget(tn);
               if (!tiles)
@@ -566,11 +585,7 @@ int main(int argc, char **argv) {
                                      "entries) >= one tile\n");
                 return 2;
               }
-              const int heads = std::atoi(hn.c_str());
-              if (heads != 16 && heads != 32 && heads != 8) {
-                std::fprintf(stderr, "--heads-per-cta takes 16, 32 or 8\n");
-                return 2;
-              }
+              const int heads = hc.heads;
               if (warps == 16 && heads != 32)
                 continue; // 16 warps: the 32-heads-per-CTA layout only
               // The shapes (of those asked for) this kernel times: with --bulk auto, those whose
@@ -579,7 +594,9 @@ int main(int argc, char **argv) {
               if (!plain)
                 continue; // --two-per-sm: no such form for these heads
               auto timesShape = [&](int H) {
-                return !bc.asRegistry || sparseMlaDecodeBulk(H, heads, plain->ctasPerSm) == bc.bulk;
+                return (!bc.asRegistry ||
+                        sparseMlaDecodeBulk(H, heads, plain->ctasPerSm) == bc.bulk) &&
+                       (!hc.asRegistry || sparseMlaHeadsPerCta(H) == heads);
               };
               bool any = false;
               for (auto [H, B] : shapeList)

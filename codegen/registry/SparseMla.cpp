@@ -54,10 +54,12 @@ SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int he
   return cfg;
 }
 
+int sparseMlaHeadsPerCta(int64_t opHeads) { return opHeads > 0 && opHeads <= 8 ? 8 : 16; }
+
 SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t opHeads,
                                            const Target &tiles, int headsPerCta) {
   if (headsPerCta == 0)
-    headsPerCta = opHeads > 0 && opHeads <= 8 ? 8 : 16;
+    headsPerCta = sparseMlaHeadsPerCta(opHeads);
   cfg = sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles);
   cfg.bulk = sparseMlaDecodeBulk(opHeads, headsPerCta, cfg.ctasPerSm);
   return sparseMlaDecodeWithHeads(cfg, headsPerCta, tiles); // the name with the gathers' form

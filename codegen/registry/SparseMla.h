@@ -74,9 +74,15 @@ bool sparseMlaDecodeBulk(int64_t opHeads, int headsPerCta, int ctasPerSm);
 SparseMlaDecodeConfig sparseMlaDecodeWithHeads(SparseMlaDecodeConfig cfg, int heads,
                                                const Target &tiles);
 
+// Heads per CTA the registry gives an op of `opHeads` heads (0: unknown): 8 for ops of at most 8
+// heads (GLM-5 at tensor-parallel 8: the tokens as the mma M, nothing padded) and 16 otherwise.
+// Measured (bench/RESULTS.md 2026-12-02): the 8-head layout 0.1-1.2 us faster at every 8-head
+// shape, the 16-head one faster at 16 heads from batch 8 on. (The 32-head form is the runtime's
+// per-batch choice among a step's kernels: launch::sparseMlaPick.)
+int sparseMlaHeadsPerCta(int64_t opHeads);
+
 // The layout the registry gives an op of `opHeads` heads (0: unknown) with the tiles of `cfg`:
-// `headsPerCta`, or by default 8 per CTA for ops of at most 8 heads (GLM-5 at tensor-parallel
-// 8: the tokens as the mma M, nothing padded) and 16 otherwise; the bulk-copy gathers where
+// `headsPerCta`, or by default sparseMlaHeadsPerCta's; the bulk-copy gathers where
 // sparseMlaDecodeBulk says so.
 SparseMlaDecodeConfig sparseMlaDecodeForOp(SparseMlaDecodeConfig cfg, int64_t opHeads,
                                            const Target &tiles, int headsPerCta = 0);
