@@ -42,6 +42,11 @@ const U32Key kU32Keys[] = {
     {"expert_group_used_count", &Glm5Config::expertGroupsUsed},
 };
 
+bool isOptionalKey(uint32_t Glm5Config::*field) {
+  return field == &Glm5Config::gatingFunc || field == &Glm5Config::expertGroups ||
+         field == &Glm5Config::expertGroupsUsed;
+}
+
 Status mismatch(const GgufFile &f, const std::string &what) {
   return makeStatus(StatusCode::kDataLoss, "%s: %s", f.path().c_str(), what.c_str());
 }
@@ -59,6 +64,10 @@ StatusOr<Glm5Config> readGlm5Config(const GgufFile &file) {
                       kGlmDsaArch);
   Glm5Config c;
   for (const U32Key &k : kU32Keys) {
+    // As llama.cpp's loader: a file without the gating or group keys has GLM-5's sigmoid gating
+    // and no expert groups (the defaults in Glm5Config).
+    if (isOptionalKey(k.field) && !file.find(key(k.suffix)))
+      continue;
     StatusOr<uint64_t> v = file.getU64(key(k.suffix));
     if (!v.isOk())
       return v.status();
@@ -118,8 +127,19 @@ StatusOr<Glm5Config> readGlm5Config(const GgufFile &file) {
                                     "indexer key length %u", c.qkRopeDim, c.indexerHeadDim));
   for (const U32Key &k : kU32Keys)
     if (c.*k.field == 0 && k.field != &Glm5Config::leadingDense &&
-        k.field != &Glm5Config::nextnLayers && k.field != &Glm5Config::sharedExperts)
+        k.field != &Glm5Config::nextnLayers && k.field != &Glm5Config::sharedExperts &&
+        !isOptionalKey(k.field))
       return mismatch(file, strFormat("key '%s' is 0", key(k.suffix).c_str()));
+  // What the graph implements: GLM-5's sigmoid gating, and group-limited routing only where it
+  // keeps every group (GLM-5: 1 of 1), which makes it a no-op. Anything else would run as
+  // something the file does not describe.
+  if (c.gatingFunc != 2)
+    return mismatch(file, strFormat("key '%s' is %u; glm5c implements GLM-5's sigmoid gating (2)",
+                                    key("expert_gating_func").c_str(), c.gatingFunc));
+  if (c.expertGroupsUsed < c.expertGroups)
+    return mismatch(file, strFormat("expert routing keeps %u of %u expert groups; glm5c "
+                                    "implements no group-limited routing (GLM-5: 1 of 1)",
+                                    c.expertGroupsUsed, c.expertGroups));
   if (c.qkNopeDim == 0 || c.vHeadDim == 0)
     return mismatch(file, "attention.key_length_mla and value_length_mla must leave positive "
                           "nope and v head dims");
@@ -140,7 +160,9 @@ StatusOr<Glm5Config> readGlm5Config(const GgufFile &file) {
                 {"attention.kv_lora_rank", c.kvLoraRank, 1u << 16},
                 {"attention.key_length_mla", c.qkNopeDim + c.qkRopeDim, 1u << 16},
                 {"attention.value_length_mla", c.vHeadDim, 1u << 16},
-                {"attention.indexer.key_length", c.indexerHeadDim, 1u << 16}};
+                {"attention.indexer.key_length", c.indexerHeadDim, 1u << 16},
+                {"attention.indexer.top_k", c.indexerTopK, kMaxIndexerTopK},
+                {"context_length", c.contextLength, INT32_MAX}}; // the plan's field: int32
   for (const Limit &l : limits)
     if (l.value > l.max)
       return mismatch(file, strFormat("key '%s' is %u, beyond the plausible limit %u",

@@ -16,6 +16,10 @@ class GgufWriter;
 
 inline constexpr const char *kGlmDsaArch = "glm-dsa";
 
+// The largest indexer top-k a GGUF or a plan may state (GLM-5: 2048): the per-token selections
+// are sized by it.
+constexpr uint32_t kMaxIndexerTopK = 1u << 16;
+
 struct Glm5Config {
   uint32_t contextLength = 202752;
   uint32_t hidden = 6144;          // embedding_length

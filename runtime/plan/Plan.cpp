@@ -1,6 +1,7 @@
 // Plan verification (see Plan.h).
 #include "runtime/plan/Plan.h"
 #include "runtime/gguf/ggml_types.h"
+#include "runtime/gguf/glm5_layout.h"
 #include <cstring>
 
 #include <cinttypes>
@@ -243,6 +244,9 @@ Status LoadedPlan::verify() {
   if (c->hidden() <= 0 || c->layers() <= 0 || c->heads() <= 0 || c->vocab() <= 0 ||
       c->kv_lora() <= 0 || c->rope() <= 0 || c->index_topk() <= 0)
     return makeStatus(StatusCode::kDataLoss, "%s: plan.config has non-positive dims", f);
+  if (c->index_topk() > static_cast<int32_t>(glm5rt::gguf::kMaxIndexerTopK))
+    return makeStatus(StatusCode::kDataLoss, "%s: plan.config.index_topk is %d, beyond %u", f,
+                      c->index_topk(), glm5rt::gguf::kMaxIndexerTopK);
   // 0: the GGUF states no context length (the KV cache is then sized by memory and --ctx).
   if (c->context_length() < 0)
     return makeStatus(StatusCode::kDataLoss, "%s: plan.config.context_length is %d", f,

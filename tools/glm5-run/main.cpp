@@ -665,7 +665,7 @@ int cmdGenerate(int argc, char **argv) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int dispatch(int argc, char **argv) {
   if (argc < 2)
     return usage("");
   std::string cmd = argv[1];
@@ -678,4 +678,16 @@ int main(int argc, char **argv) {
     return 0;
   }
   return cmdGenerate(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv) {
+  // Host allocations the commands size ahead (the KV cache, logits) report their own message; this
+  // is the net for the rest, so that running out of host memory is an error, never an abort.
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail(glm5rt::makeStatus(glm5rt::StatusCode::kResourceExhausted,
+                                   "out of host memory (the model, the context or the request "
+                                   "needs more than this machine has)"));
+  }
 }

@@ -10,7 +10,8 @@ halves the logits row; `arena` moves the first buffer past prefill's arena; `wei
 the first `weight.*` attribute past the weight table; `nokernel` drops a GPU step's kernel.
 An op's operands: `arity` drops the first SparseMla step's last input, `noweight` the first
 RmsNorm step's `weight.weight` attribute, `posinput` makes the first RopeCacheAppend step's latent
-input the positions (-2). `ctxlen` sets config.context_length to -1."""
+input the positions (-2). `ctxlen` sets config.context_length to -1, `topk` config.index_topk
+to 70000."""
 import json
 import sys
 
@@ -66,6 +67,8 @@ elif what in ("arity", "noweight", "posinput"):
         step["inputs"][1] = -2
 elif what == "ctxlen":
     plan["config"]["context_length"] = -1
+elif what == "topk":
+    plan["config"]["index_topk"] = 70000
 elif what == "nokernel":
     del plan["entries"][0]["steps"][3]["kernel"]
 json.dump(plan, open(dst, "w"))
