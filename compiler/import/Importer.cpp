@@ -21,6 +21,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cmath>
+#include <unordered_set>
 
 using namespace mlir;
 using namespace glm5c::glm;
@@ -231,7 +232,8 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &ctx, const gg::GgufFile &file,
   // Every tensor of the layout, with the expected shape and a type we can read; all problems
   // are reported, not only the first.
   bool ok = true;
-  for (const gg::ExpectedTensor &e : gg::glm5Tensors(*config)) {
+  const std::vector<gg::ExpectedTensor> layout = gg::glm5Tensors(*config);
+  for (const gg::ExpectedTensor &e : layout) {
     Location at = NameLoc::get(StringAttr::get(&ctx, opt.displayName + ":" + e.name));
     const gg::TensorInfo *t = file.findTensor(e.name);
     std::string shape = "[";
@@ -260,6 +262,17 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &ctx, const gg::GgufFile &file,
   }
   if (!ok)
     return nullptr;
+  // A tensor the layout does not name (e.g. shared experts in a file whose metadata says there are
+  // none) would be silently left out of the model: each is a warning, so that a file whose
+  // metadata and tensors disagree does not compute something else unnoticed.
+  std::unordered_set<std::string_view> known;
+  for (const gg::ExpectedTensor &e : layout)
+    known.insert(e.name);
+  for (const gg::TensorInfo &t : file.tensors())
+    if (!known.count(t.name))
+      emitWarning(NameLoc::get(StringAttr::get(&ctx, opt.displayName + ":" + std::string(t.name))))
+          << "tensor '" << t.name << "' is not part of the GLM-5 layout this file's metadata "
+          << "describes: it is ignored";
   OwningOpRef<ModuleOp> module = Importer(ctx, file, opt, *config).run();
   if (failed(verify(*module)))
     return nullptr;
