@@ -72,6 +72,20 @@ int usage(const std::string &why) {
   return 2;
 }
 
+// An argument no command option took: an option that takes a value but came last gets that said,
+// rather than being called unexpected. `cmd` prefixes the message ("score: ", or empty).
+int unexpectedArgument(const std::string &cmd, const std::string &a, bool last) {
+  static const char *const kValueOptions[] = {
+      "--weights", "-p",     "--prompt", "-n",     "--ctx",        "--chunk",      "--temp",
+      "--top-k",   "--top-p", "--seed",  "--device", "--mla-kernel", "--mla-merge", "--tokens",
+      "--prefill", "--out",   "--dump-selections"};
+  if (last)
+    for (const char *o : kValueOptions)
+      if (a == o)
+        return usage(cmd + a + " takes a value");
+  return usage(cmd + "unexpected argument '" + a + "'");
+}
+
 int fail(const Status &s) {
   std::fprintf(stderr, "glm5-run: error: %s\n", s.message().c_str());
   return 1;
@@ -390,7 +404,7 @@ int cmdScore(int argc, char **argv) {
     } else if (planPath.empty() && a[0] != '-') {
       planPath = a;
     } else {
-      return usage("score: unexpected argument '" + a + "'");
+      return unexpectedArgument("score: ", a, i + 1 == argc);
     }
   }
   if (planPath.empty() || weights.empty() || tokens.empty())
@@ -483,7 +497,7 @@ int cmdTokenize(int argc, char **argv) {
     } else if (a == "--special") {
       special = true;
     } else {
-      return usage("tokenize: unexpected argument '" + a + "'");
+      return unexpectedArgument("tokenize: ", a, i + 1 == argc);
     }
   }
   if (weights.empty() || !haveText)
@@ -573,7 +587,7 @@ int cmdGenerate(int argc, char **argv) {
       planPath = a;
       continue;
     } else {
-      return usage("unexpected argument '" + a + "'");
+      return unexpectedArgument("", a, i + 1 == argc);
     }
     ++i;
   }
