@@ -21,7 +21,6 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cmath>
-#include <unordered_set>
 
 using namespace mlir;
 using namespace glm5c::glm;
@@ -265,14 +264,10 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &ctx, const gg::GgufFile &file,
   // A tensor the layout does not name (e.g. shared experts in a file whose metadata says there are
   // none) would be silently left out of the model: each is a warning, so that a file whose
   // metadata and tensors disagree does not compute something else unnoticed.
-  std::unordered_set<std::string_view> known;
-  for (const gg::ExpectedTensor &e : layout)
-    known.insert(e.name);
-  for (const gg::TensorInfo &t : file.tensors())
-    if (!known.count(t.name))
-      emitWarning(NameLoc::get(StringAttr::get(&ctx, opt.displayName + ":" + std::string(t.name))))
-          << "tensor '" << t.name << "' is not part of the GLM-5 layout this file's metadata "
-          << "describes: it is ignored";
+  for (const gg::TensorInfo *t : gg::tensorsOutsideLayout(file, layout))
+    emitWarning(NameLoc::get(StringAttr::get(&ctx, opt.displayName + ":" + std::string(t->name))))
+        << "tensor '" << t->name << "' is not part of the GLM-5 layout this file's metadata "
+        << "describes: it is ignored";
   OwningOpRef<ModuleOp> module = Importer(ctx, file, opt, *config).run();
   if (failed(verify(*module)))
     return nullptr;

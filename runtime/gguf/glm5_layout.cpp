@@ -4,7 +4,7 @@
 #include "runtime/gguf/gguf_writer.h"
 
 #include <cinttypes>
-#include <unordered_map>
+#include <unordered_set>
 
 namespace glm5rt::gguf {
 
@@ -262,12 +262,22 @@ static std::string shapeOf(const std::vector<uint64_t> &ne) {
   return s + "}";
 }
 
+std::vector<const TensorInfo *> tensorsOutsideLayout(const GgufFile &file,
+                                                     const std::vector<ExpectedTensor> &layout) {
+  std::unordered_set<std::string_view> known;
+  for (const ExpectedTensor &e : layout)
+    known.insert(e.name);
+  std::vector<const TensorInfo *> out;
+  for (const TensorInfo &t : file.tensors())
+    if (!known.count(t.name))
+      out.push_back(&t);
+  return out;
+}
+
 std::vector<std::string> checkGlm5Tensors(const GgufFile &file, const Glm5Config &config) {
   std::vector<std::string> problems;
-  std::unordered_map<std::string_view, bool> expected;
   std::vector<ExpectedTensor> want = glm5Tensors(config);
   for (const ExpectedTensor &e : want) {
-    expected[e.name] = true;
     const TensorInfo *t = file.findTensor(e.name);
     if (!t) {
       if (!e.optional)
@@ -282,10 +292,9 @@ std::vector<std::string> checkGlm5Tensors(const GgufFile &file, const Glm5Config
       problems.push_back(strFormat("tensor '%s' has shape %s, expected %s", e.name.c_str(),
                                    t->shapeString().c_str(), shapeOf(e.ne).c_str()));
   }
-  for (const TensorInfo &t : file.tensors())
-    if (!expected.count(t.name))
-      problems.push_back(strFormat("unexpected tensor '%.*s' %s", static_cast<int>(t.name.size()),
-                                   t.name.data(), t.shapeString().c_str()));
+  for (const TensorInfo *t : tensorsOutsideLayout(file, want))
+    problems.push_back(strFormat("unexpected tensor '%.*s' %s", static_cast<int>(t->name.size()),
+                                 t->name.data(), t->shapeString().c_str()));
   return problems;
 }
 

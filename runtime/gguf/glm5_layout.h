@@ -93,4 +93,8 @@ std::vector<ExpectedTensor> glm5Tensors(const Glm5Config &config);
 // tensor, naming it and what was expected. Empty when the file is complete.
 std::vector<std::string> checkGlm5Tensors(const GgufFile &file, const Glm5Config &config);
 
+// The file's tensors that `layout` (glm5Tensors of the file's config) does not name, in file order.
+std::vector<const TensorInfo *> tensorsOutsideLayout(const GgufFile &file,
+                                                     const std::vector<ExpectedTensor> &layout);
+
 } // namespace glm5rt::gguf
