@@ -133,17 +133,26 @@ static_assert(GLM_SMEM_P + GLM_HEADS * GLM_P_ROW * 2 <= GLM_SMEM_KV,
 #endif
 #if GLM_MLA_PART_BF16
 typedef glm_bf16 glm_mla_part_t;
-typedef uint2 glm_mla_part4_t; // four partial values as loaded
-__device__ __forceinline__ float4 glm_mla_widen(uint2 v) { return glm_unpack_bf16x4(v); }
-__device__ __forceinline__ uint2 glm_mla_ld_cluster4(uint32_t a) { return glm_ld_cluster_u32x2(a); }
 #else
 typedef float glm_mla_part_t;
-typedef float4 glm_mla_part4_t;
-__device__ __forceinline__ float4 glm_mla_widen(float4 v) { return v; }
-__device__ __forceinline__ float4 glm_mla_ld_cluster4(uint32_t a) {
-  return glm_ld_cluster_f32x4(a);
-}
 #endif
+// Every merge works on items of GLM_MLA_ITEM consecutive columns of one head row (4 or 8).
+// 4 by default; 8 (one 16-byte load per bf16 partial instead of two 8-byte ones, half the
+// threads busy) measured slower where the merges bound the time: 8 heads x 1 row 7.1 -> 7.6 us,
+// 64 x 1 11.0 -> 11.4 (bench/RESULTS.md). Overridable for experiments (glm5c-bench-sparse-mla
+// --define GLM_MLA_ITEM=8).
+#ifndef GLM_MLA_ITEM
+#define GLM_MLA_ITEM 4
+#endif
+static_assert(GLM_MLA_ITEM == 4 || GLM_MLA_ITEM == 8, "merge items of 4 or 8 columns");
+#define GLM_MLA_ITEM_WORDS (GLM_MLA_ITEM * (GLM_MLA_PART_BF16 ? 2 : 4) / 4) // 32-bit words
+// An item's partial values as loaded (kept raw until used: fewer live registers), and widened.
+struct glm_mla_raw {
+  uint32_t w[GLM_MLA_ITEM_WORDS];
+};
+struct glm_mla_vec {
+  float v[GLM_MLA_ITEM];
+};
 #define GLM_MAX_CLUSTER 8
 #define GLM_STAGE_ROW (GLM_D_LATENT + 8)
 #define GLM_MERGE_BYTES (GLM_HEADS * GLM_STAGE_ROW * sizeof(glm_mla_part_t) + GLM_HEADS * 4)
@@ -289,51 +298,129 @@ __device__ __forceinline__ void glm_mla_put2(glm_bf16 *row, int c, int dc, float
   }
 }
 
-// Four columns of a partial in global memory, through L2 (other CTAs read or wrote them).
-__device__ __forceinline__ void glm_mla_st4(float *p, const float4 &v) {
-  __stcg(reinterpret_cast<float4 *>(p), v);
+__device__ __forceinline__ glm_mla_vec glm_mla_vzero() {
+  glm_mla_vec r;
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM; ++i)
+    r.v[i] = 0.f;
+  return r;
 }
-__device__ __forceinline__ void glm_mla_st4(glm_bf16 *p, const float4 &v) {
-  __stcg(reinterpret_cast<uint2 *>(p), make_uint2(glm_pack_bf16x2(v.x, v.y),
-                                                  glm_pack_bf16x2(v.z, v.w)));
+__device__ __forceinline__ glm_mla_vec glm_mla_widen(const glm_mla_raw &r) {
+  glm_mla_vec x;
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; ++i) {
+#if GLM_MLA_PART_BF16
+    x.v[2 * i] = __uint_as_float(r.w[i] << 16);
+    x.v[2 * i + 1] = __uint_as_float(r.w[i] & 0xffff0000u);
+#else
+    x.v[i] = __uint_as_float(r.w[i]);
+#endif
+  }
+  return x;
 }
-__device__ __forceinline__ float4 glm_mla_ld4(const float *p) {
-  return __ldcg(reinterpret_cast<const float4 *>(p));
+// An item's raw words, loaded in 16-byte pieces (8 bytes for four bf16 values; items start at
+// multiples of GLM_MLA_ITEM columns, so every piece is aligned): ld(i, w) loads the piece at
+// word i into w.
+template <typename Ld>
+__device__ __forceinline__ glm_mla_raw glm_mla_ld_pieces(Ld ld) {
+  glm_mla_raw r;
+  constexpr int kPiece = GLM_MLA_ITEM_WORDS < 4 ? GLM_MLA_ITEM_WORDS : 4;
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; i += kPiece)
+    ld(i, r.w + i);
+  return r;
 }
-__device__ __forceinline__ float4 glm_mla_ld4(const glm_bf16 *p) {
-  return glm_unpack_bf16x4(__ldcg(reinterpret_cast<const uint2 *>(p)));
+// An item of a partial in global memory, through L2 (other CTAs wrote it).
+__device__ __forceinline__ glm_mla_raw glm_mla_ld(const glm_mla_part_t *p) {
+  const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+  return glm_mla_ld_pieces([&](int i, uint32_t *w) {
+#if GLM_MLA_ITEM_WORDS == 2
+    const uint2 v = __ldcg(reinterpret_cast<const uint2 *>(q + i));
+    w[0] = v.x, w[1] = v.y;
+#else
+    const uint4 v = __ldcg(reinterpret_cast<const uint4 *>(q + i));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+#endif
+  });
+}
+// An item of a cluster peer's shared memory (addr: mapped by glm_cluster_map).
+__device__ __forceinline__ glm_mla_raw glm_mla_ld_cluster(uint32_t addr) {
+  return glm_mla_ld_pieces([&](int i, uint32_t *w) {
+#if GLM_MLA_ITEM_WORDS == 2
+    const uint2 v = glm_ld_cluster_u32x2(addr + 4 * i);
+    w[0] = v.x, w[1] = v.y;
+#else
+    const uint4 v = glm_ld_cluster_u32x4(addr + 4 * i);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+#endif
+  });
+}
+// An item's values scaled by s, stored through L2 to a partial (other CTAs read it), or as bf16
+// to an output row.
+__device__ __forceinline__ void glm_mla_st(glm_mla_part_t *p, const glm_mla_vec &x, float s) {
+  uint32_t w[GLM_MLA_ITEM_WORDS];
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; ++i)
+#if GLM_MLA_PART_BF16
+    w[i] = glm_pack_bf16x2(x.v[2 * i] * s, x.v[2 * i + 1] * s);
+#else
+    w[i] = __float_as_uint(x.v[i] * s);
+#endif
+  uint32_t *q = reinterpret_cast<uint32_t *>(p);
+#if GLM_MLA_ITEM_WORDS == 2
+  __stcg(reinterpret_cast<uint2 *>(q), make_uint2(w[0], w[1]));
+#else
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; i += 4)
+    __stcg(reinterpret_cast<uint4 *>(q + i), make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]));
+#endif
+}
+__device__ __forceinline__ void glm_mla_st_out(glm_bf16 *p, const glm_mla_vec &x, float s) {
+  uint32_t w[GLM_MLA_ITEM / 2];
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM / 2; ++i)
+    w[i] = glm_pack_bf16x2(x.v[2 * i] * s, x.v[2 * i + 1] * s);
+#if GLM_MLA_ITEM == 4
+  *reinterpret_cast<uint2 *>(p) = make_uint2(w[0], w[1]);
+#else
+  *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+#endif
+}
+__device__ __forceinline__ void glm_mla_vscale(glm_mla_vec &x, float a) {
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM; ++i)
+    x.v[i] *= a;
 }
 
-// The merges' step: partial v (4 columns) with log2-domain lse l, weighted against the
-// reference maximum mx, into the running weight sum and columns (an empty partial, lse -inf,
-// adds nothing).
-__device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const float4 &v, float &sum,
-                                                  float4 &acc) {
+// The merges' step: partial x (an item) with log2-domain lse l, weighted against the reference
+// maximum mx, into the running weight sum and columns (an empty partial, lse -inf, adds nothing).
+__device__ __forceinline__ void glm_mla_merge_add(float l, float mx, const glm_mla_vec &x,
+                                                  float &sum, glm_mla_vec &acc) {
   const float w = l == -__int_as_float(0x7f800000) ? 0.f : glm_exp2(l - mx);
   sum += w;
-  acc.x += w * v.x;
-  acc.y += w * v.y;
-  acc.z += w * v.z;
-  acc.w += w * v.w;
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM; ++i)
+    acc.v[i] += w * x.v[i];
 }
 
-// Partials first, first + step, ... (below count) of one four-column item merged into the running
-// (mx, sum, acc): partial p's lse at lse[p lse_stride], its columns at v[p GLM_D_LATENT],
-// read through L2 (other CTAs wrote them), 8 partials' loads in flight at a time (all issued
-// before any is used), with a running maximum across the batches of 8.
+// Partials first, first + step, ... (below count) of one item merged into the running (mx, sum,
+// acc): partial p's lse at lse[p lse_stride], its columns at v[p GLM_D_LATENT], read through L2
+// (other CTAs wrote them), 8 partials' loads in flight at a time (all issued before any is
+// used), with a running maximum across the batches of 8.
 __device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigned lse_stride,
                                                        const glm_mla_part_t *v, int first, int step,
                                                        int count, float &mx, float &sum,
-                                                       float4 &acc) {
+                                                       glm_mla_vec &acc) {
   const float kNegInf = -__int_as_float(0x7f800000);
   for (int p0 = first; p0 < count; p0 += 8 * step) {
     float l[8];
-    float4 w[8];
+    glm_mla_raw w[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int p = p0 + j * step;
       l[j] = p < count ? __ldcg(lse + p * lse_stride) : kNegInf; // unsigned: as the cluster size
-      w[j] = p < count ? glm_mla_ld4(v + p * GLM_D_LATENT) : make_float4(0.f, 0.f, 0.f, 0.f);
+      if (p < count)
+        w[j] = glm_mla_ld(v + p * GLM_D_LATENT);
     }
     float m_new = mx;
 #pragma unroll
@@ -343,22 +430,21 @@ __device__ __forceinline__ void glm_mla_merge_partials(const float *lse, unsigne
       continue;                           // every partial so far is empty
     const float a = glm_exp2(mx - m_new); // 0 while mx is still -inf
     sum *= a;
-    acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
+    glm_mla_vscale(acc, a);
     mx = m_new;
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      glm_mla_merge_add(l[j], mx, w[j], sum, acc);
+      if (p0 + j * step < count)
+        glm_mla_merge_add(l[j], mx, glm_mla_widen(w[j]), sum, acc);
   }
 }
 
-// A merged item's result: its 4 columns (acc over weight sum `sum`) normalized into the bf16
+// A merged item's result: its columns (acc over weight sum `sum`) normalized into the bf16
 // output row bh, and with write_lse the row's natural-log lse (mx: its log2-domain maximum).
-__device__ __forceinline__ void glm_mla_put_out4(glm_bf16 *out, float *lse, long long bh, int col,
-                                                 float mx, float sum, const float4 &acc,
-                                                 bool write_lse) {
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
-  *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) = make_uint2(
-      glm_pack_bf16x2(acc.x * inv, acc.y * inv), glm_pack_bf16x2(acc.z * inv, acc.w * inv));
+__device__ __forceinline__ void glm_mla_put_out(glm_bf16 *out, float *lse, long long bh, int col,
+                                                float mx, float sum, const glm_mla_vec &acc,
+                                                bool write_lse) {
+  glm_mla_st_out(out + bh * GLM_D_LATENT + col, acc, sum > 0.f ? 1.f / sum : 0.f);
   if (write_lse)
     lse[bh] = (sum > 0.f ? mx + log2f(sum) : -__int_as_float(0x7f800000)) * 0.6931471805599453f;
 }
@@ -368,7 +454,7 @@ __device__ __forceinline__ void glm_mla_put_out4(glm_bf16 *out, float *lse, long
 // device's CTAs per SM times its SMs), so a group's CTAs can wait for each other. Each CTA has
 // written its normalized partial (o_part / lse_part, partial `split` of its row); they meet at a
 // group barrier, then CTA `split` merges items [split per, (split + 1) per) of the group's
-// rows x 128 four-column items over all the partials: one L2 round trip per CTA instead of a
+// rows' items over all the partials: one L2 round trip per CTA instead of a
 // cluster merge followed by one CTA per chunk merging every cluster's partial.
 // The barrier is the group's merge counter (the one stage 2 would use: one per row and group
 // without clusters), 0 when the launch starts: each CTA arrives (+1, release: its partial is
@@ -379,15 +465,16 @@ __device__ __forceinline__ void glm_mla_put_out4(glm_bf16 *out, float *lse, long
 // partials j, j + lanes, ..., 8 in flight at a time with a running maximum, then the lanes
 // combine (maximum, weight sum, columns) by butterfly shuffles. The item loop runs whole warps
 // (an item past the end carries an empty state), so every shuffle has all its lanes.
-__device__ __forceinline__ void glm_mla_merge_combine(float mo, float so, const float4 &ao,
-                                                      float &mx, float &sum, float4 &acc) {
+__device__ __forceinline__ void glm_mla_merge_combine(float mo, float so, const glm_mla_vec &ao,
+                                                      float &mx, float &sum, glm_mla_vec &acc) {
   const float kNegInf = -__int_as_float(0x7f800000);
   const float m = fmaxf(mx, mo);
   const float a = mx == kNegInf ? 0.f : glm_exp2(mx - m);
   const float c = mo == kNegInf ? 0.f : glm_exp2(mo - m);
   sum = sum * a + so * c;
-  acc = make_float4(acc.x * a + ao.x * c, acc.y * a + ao.y * c, acc.z * a + ao.z * c,
-                    acc.w * a + ao.w * c);
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM; ++i)
+    acc.v[i] = acc.v[i] * a + ao.v[i] * c;
   mx = m;
 }
 
@@ -413,7 +500,8 @@ __device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
                                                   int rows, int num_heads, int split, int splits,
                                                   int tid) {
   const float kNegInf = -__int_as_float(0x7f800000);
-  const int total = rows * (GLM_D_LATENT / 4), per = (total + splits - 1) / splits;
+  constexpr int kRowItems = GLM_D_LATENT / GLM_MLA_ITEM;
+  const int total = rows * kRowItems, per = (total + splits - 1) / splits;
   int lanes = 32;
   while (lanes > 1 && lanes * per > GLM_THREADS)
     lanes /= 2;
@@ -421,23 +509,24 @@ __device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
   for (int k0 = 0; k0 < per; k0 += nslots) {
     const int k = k0 + slot, it = split * per + k;
     const bool valid = k < per && it < total;
-    const int row = valid ? it / (GLM_D_LATENT / 4) : 0, col = 4 * (it % (GLM_D_LATENT / 4));
+    const int row = valid ? it / kRowItems : 0, col = GLM_MLA_ITEM * (it % kRowItems);
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     const glm_mla_part_t *src = o_part + bh * splits * GLM_D_LATENT + col;
     float mx = kNegInf, sum = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    glm_mla_vec acc = glm_mla_vzero();
     glm_mla_merge_partials(lse_part + bh * splits, 1u, src, li, lanes, valid ? splits : 0, mx, sum,
                            acc);
     for (int off = 1; off < lanes; off *= 2) {
       const float mo = __shfl_xor_sync(0xffffffffu, mx, off);
       const float so = __shfl_xor_sync(0xffffffffu, sum, off);
-      const float4 ao = make_float4(
-          __shfl_xor_sync(0xffffffffu, acc.x, off), __shfl_xor_sync(0xffffffffu, acc.y, off),
-          __shfl_xor_sync(0xffffffffu, acc.z, off), __shfl_xor_sync(0xffffffffu, acc.w, off));
+      glm_mla_vec ao;
+#pragma unroll
+      for (int i = 0; i < GLM_MLA_ITEM; ++i)
+        ao.v[i] = __shfl_xor_sync(0xffffffffu, acc.v[i], off);
       glm_mla_merge_combine(mo, so, ao, mx, sum, acc);
     }
     if (valid && li == 0)
-      glm_mla_put_out4(out, lse, bh, col, mx, sum, acc, col == 0);
+      glm_mla_put_out(out, lse, bh, col, mx, sum, acc, col == 0);
   }
 }
 
@@ -1221,50 +1310,48 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
     __syncthreads();
   }
   GLM_TRACE(4);
-  const int chunk = GLM_D_LATENT / csize, chunk4 = chunk / 4;
+  const int chunk = GLM_D_LATENT / csize, citems = chunk / GLM_MLA_ITEM;
   const int cbeg = crank * chunk;
   // This CTA's merged chunk: to the output when one cluster covers the whole range, else to
   // cluster partial `cluster` (o_part row (b h) * nclusters + cluster, lse_part (that row) * C
   // + r).
-  // Each thread merges 4 columns of one row over the C peers: it reads every peer's lse of the
-  // row and its 4 columns in one distributed-shared-memory round trip (all loads in flight,
+  // Each thread merges an item of one row over the C peers: it reads every peer's lse of the
+  // row and its item in one distributed-shared-memory round trip (all loads in flight,
   // unrolled to the largest cluster) and computes the weights itself, so the merge is one round
   // trip and no barrier. An empty row (every peer's lse -inf) merges to 0 with lse -inf.
   // (A CTA without cluster has written its result already: the loop starts past the end.)
-  for (int it = direct ? rows * chunk4 : tid; it < rows * chunk4; it += GLM_THREADS) {
-    const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
+  for (int it = direct ? rows * citems : tid; it < rows * citems; it += GLM_THREADS) {
+    const int row = it / citems, col = cbeg + GLM_MLA_ITEM * (it % citems);
     const uint32_t src = glm_smem_addr(stage_o + row * GLM_STAGE_ROW + col);
     const uint32_t src_lse = glm_smem_addr(stage_lse + row);
     float lp[GLM_MAX_CLUSTER];
-    glm_mla_part4_t v[GLM_MAX_CLUSTER]; // widened when used: fewer live registers
+    glm_mla_raw v[GLM_MAX_CLUSTER]; // widened when used: fewer live registers
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize)) {
         lp[p] = glm_ld_cluster_f32(glm_cluster_map(src_lse, p));
-        v[p] = glm_mla_ld_cluster4(glm_cluster_map(src, p));
+        v[p] = glm_mla_ld_cluster(glm_cluster_map(src, p));
       }
     float mx = kNegInf;
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize))
         mx = fmaxf(mx, lp[p]);
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    glm_mla_vec acc = glm_mla_vzero();
     float sum = 0.f;
 #pragma unroll
     for (int p = 0; p < GLM_MAX_CLUSTER; ++p)
       if (p < static_cast<int>(csize))
         glm_mla_merge_add(lp[p], mx, glm_mla_widen(v[p]), sum, acc);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
     const float merged_lse = sum > 0.f ? mx + log2f(sum) : kNegInf;
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     if (nclusters == 1) {
-      *reinterpret_cast<uint2 *>(out + bh * GLM_D_LATENT + col) =
-          make_uint2(glm_pack_bf16x2(acc.x, acc.y), glm_pack_bf16x2(acc.z, acc.w));
+      glm_mla_st_out(out + bh * GLM_D_LATENT + col, acc, inv);
       if (crank == 0 && col == 0)
         lse[bh] = merged_lse * 0.6931471805599453f; // natural log
     } else {
-      glm_mla_st4(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col, acc);
+      glm_mla_st(o_part + (bh * nclusters + cluster) * GLM_D_LATENT + col, acc, inv);
       if (col == cbeg)
         __stcg(lse_part + (bh * nclusters + cluster) * csize + crank, merged_lse);
     }
@@ -1315,16 +1402,16 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   __syncthreads();
   if (!is_last)
     return;
-  // Each thread merges 4 columns of one row over the clusters' partials.
-  for (int it = tid; it < rows * chunk4; it += GLM_THREADS) {
-    const int row = it / chunk4, col = cbeg + 4 * (it % chunk4);
+  // Each thread merges an item of one row over the clusters' partials.
+  for (int it = tid; it < rows * citems; it += GLM_THREADS) {
+    const int row = it / citems, col = cbeg + GLM_MLA_ITEM * (it % citems);
     const long long bh = static_cast<long long>(b) * num_heads + head0 + row;
     const glm_mla_part_t *src = o_part + bh * nclusters * GLM_D_LATENT + col;
     const float *lp = lse_part + bh * nclusters * csize + crank;
     float mx = kNegInf, sum = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    glm_mla_vec acc = glm_mla_vzero();
     glm_mla_merge_partials(lp, csize, src, 0, 1, nclusters, mx, sum, acc);
-    glm_mla_put_out4(out, lse, bh, col, mx, sum, acc, crank == 0 && col == 0);
+    glm_mla_put_out(out, lse, bh, col, mx, sum, acc, crank == 0 && col == 0);
   }
   GLM_TRACE(6);
   GLM_TRACE_AT(7, glm_globaltimer());
