@@ -87,6 +87,10 @@ GPU_TEST(sparse_mla_decode) {
                  {2, 40, 4096, 4, 1},
                  // Pairs of splits (the many-groups cluster) with a second stage.
                  {4, 8, 8192, 8, 2},
+                 // Stage 1 merging several items per thread in one pass (pairs: 4 per thread,
+                 // the last group's heads past num_heads; clusters of 4 with a second stage).
+                 {2, 40, 4096, 2, 2},
+                 {3, 24, 8192, 8, 4},
                  // Several waves of CTAs under full load: a tile read before it landed shows.
                  {32, 8, 8192, 8, 1},
                  {16, 16, 8192, 8, 8},
