@@ -318,42 +318,37 @@ __device__ __forceinline__ glm_mla_vec glm_mla_widen(const glm_mla_raw &r) {
   }
   return x;
 }
-// An item's raw words, loaded in 16-byte pieces (8 bytes for four bf16 values; items start at
-// multiples of GLM_MLA_ITEM columns, so every piece is aligned): ld(i, w) loads the piece at
-// word i into w.
-template <typename Ld>
-__device__ __forceinline__ glm_mla_raw glm_mla_ld_pieces(Ld ld) {
+// An item's raw words, in 16-byte loads (one 8-byte load for four bf16 values; items start at
+// multiples of GLM_MLA_ITEM columns, so every load is aligned). From a partial in global memory,
+// through L2 (other CTAs wrote it):
+__device__ __forceinline__ glm_mla_raw glm_mla_ld(const glm_mla_part_t *p) {
   glm_mla_raw r;
-  constexpr int kPiece = GLM_MLA_ITEM_WORDS < 4 ? GLM_MLA_ITEM_WORDS : 4;
+#if GLM_MLA_ITEM_WORDS == 2
+  const uint2 v = __ldcg(reinterpret_cast<const uint2 *>(p));
+  r.w[0] = v.x, r.w[1] = v.y;
+#else
 #pragma unroll
-  for (int i = 0; i < GLM_MLA_ITEM_WORDS; i += kPiece)
-    ld(i, r.w + i);
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; i += 4) {
+    const uint4 v = __ldcg(reinterpret_cast<const uint4 *>(p) + i / 4);
+    r.w[i] = v.x, r.w[i + 1] = v.y, r.w[i + 2] = v.z, r.w[i + 3] = v.w;
+  }
+#endif
   return r;
 }
-// An item of a partial in global memory, through L2 (other CTAs wrote it).
-__device__ __forceinline__ glm_mla_raw glm_mla_ld(const glm_mla_part_t *p) {
-  const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
-  return glm_mla_ld_pieces([&](int i, uint32_t *w) {
-#if GLM_MLA_ITEM_WORDS == 2
-    const uint2 v = __ldcg(reinterpret_cast<const uint2 *>(q + i));
-    w[0] = v.x, w[1] = v.y;
-#else
-    const uint4 v = __ldcg(reinterpret_cast<const uint4 *>(q + i));
-    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-#endif
-  });
-}
-// An item of a cluster peer's shared memory (addr: mapped by glm_cluster_map).
+// From a cluster peer's shared memory (addr: mapped by glm_cluster_map):
 __device__ __forceinline__ glm_mla_raw glm_mla_ld_cluster(uint32_t addr) {
-  return glm_mla_ld_pieces([&](int i, uint32_t *w) {
+  glm_mla_raw r;
 #if GLM_MLA_ITEM_WORDS == 2
-    const uint2 v = glm_ld_cluster_u32x2(addr + 4 * i);
-    w[0] = v.x, w[1] = v.y;
+  const uint2 v = glm_ld_cluster_u32x2(addr);
+  r.w[0] = v.x, r.w[1] = v.y;
 #else
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM_WORDS; i += 4) {
     const uint4 v = glm_ld_cluster_u32x4(addr + 4 * i);
-    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    r.w[i] = v.x, r.w[i + 1] = v.y, r.w[i + 2] = v.z, r.w[i + 3] = v.w;
+  }
 #endif
-  });
+  return r;
 }
 // An item's values scaled by s, stored through L2 to a partial (other CTAs read it), or as bf16
 // to an output row.
