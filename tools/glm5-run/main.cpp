@@ -527,69 +527,72 @@ int cmdGenerate(int argc, char **argv) {
     double x = 0;
     if (a == "--weights" && v) {
       weights = v;
+      ++i;
     } else if ((a == "-p" || a == "--prompt") && v) {
       prompt = v;
       havePrompt = true;
+      ++i;
     } else if (a == "-n" && v) {
       if (!parseNumber(v, 1, 1e7, &x))
         return usage("-n takes a positive number of tokens");
       n = static_cast<long>(x);
+      ++i;
     } else if (a == "--ctx" && v) {
       if (!parseTokenCount(v, &ctx))
         return usage("--ctx takes a positive number of tokens");
+      ++i;
     } else if (a == "--chunk" && v) {
       if (!parseTokenCount(v, &chunk))
         return usage("--chunk takes a positive number of tokens");
+      ++i;
     } else if (a == "--temp" && v) {
       if (!parseNumber(v, 0, 1e30, &x))
         return usage("--temp takes a non-negative number");
       so.temperature = static_cast<float>(x);
+      ++i;
     } else if (a == "--top-k" && v) {
       if (!parseNumber(v, 0, INT32_MAX, &x))
         return usage("--top-k takes a non-negative integer");
       so.topK = static_cast<int>(x);
+      ++i;
     } else if (a == "--top-p" && v) {
       if (!parseNumber(v, 0, 1, &x) || x == 0)
         return usage("--top-p takes a number in (0, 1]");
       so.topP = static_cast<float>(x);
+      ++i;
     } else if (a == "--seed" && v) {
       if (!parseNumber(v, 0, 9007199254740992.0, &x)) // 2^53: every integer exact
         return usage("--seed takes a non-negative integer up to 2^53");
       so.seed = static_cast<uint64_t>(x);
+      ++i;
     } else if (a == "--device" && v) {
       dc.device = v;
+      ++i;
     } else if (a == "--check" || a == "--check-free") {
       i += parseCheck(i, argc, argv, &dc);
-      continue;
     } else if (a == "--no-graph") {
       dc.graphs = false;
-      continue;
     } else if (a == "--no-overlap") {
       dc.overlap = false;
-      continue;
-    } else if (a == "--mla-kernel" && i + 1 < argc) {
-      if (!parseMlaKernel(argv[++i], &dc))
+    } else if (a == "--mla-kernel" && v) {
+      if (!parseMlaKernel(v, &dc))
         return usage("--mla-kernel takes auto, base, two-per-sm or wide");
-      continue;
-    } else if (a == "--mla-merge" && i + 1 < argc) {
-      if (!parseMlaMerge(argv[++i], &dc))
+      ++i;
+    } else if (a == "--mla-merge" && v) {
+      if (!parseMlaMerge(v, &dc))
         return usage("--mla-merge takes auto or cluster");
-      continue;
+      ++i;
     } else if (a == "--chat") {
       chat = true;
-      continue;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--graph-time") {
       graphTime = true;
-      continue;
     } else if (planPath.empty() && a[0] != '-') {
       planPath = a;
-      continue;
     } else {
       return unexpectedArgument("", a, i + 1 == argc);
     }
-    ++i;
   }
   if (planPath.empty() || weights.empty() || !havePrompt)
     return usage("generation needs MODEL.plan, --weights and -p TEXT");
