@@ -350,15 +350,22 @@ __device__ __forceinline__ glm_mla_raw glm_mla_ld_cluster(uint32_t addr) {
 #endif
   return r;
 }
+// An item's values scaled by s as bf16 pairs (the output's format, and the partials' by default).
+__device__ __forceinline__ void glm_mla_pack_bf16(const glm_mla_vec &x, float s,
+                                                  uint32_t (&w)[GLM_MLA_ITEM / 2]) {
+#pragma unroll
+  for (int i = 0; i < GLM_MLA_ITEM / 2; ++i)
+    w[i] = glm_pack_bf16x2(x.v[2 * i] * s, x.v[2 * i + 1] * s);
+}
 // An item's values scaled by s, stored through L2 to a partial (other CTAs read it), or as bf16
 // to an output row.
 __device__ __forceinline__ void glm_mla_st(glm_mla_part_t *p, const glm_mla_vec &x, float s) {
   uint32_t w[GLM_MLA_ITEM_WORDS];
+#if GLM_MLA_PART_BF16
+  glm_mla_pack_bf16(x, s, w);
+#else
 #pragma unroll
   for (int i = 0; i < GLM_MLA_ITEM_WORDS; ++i)
-#if GLM_MLA_PART_BF16
-    w[i] = glm_pack_bf16x2(x.v[2 * i] * s, x.v[2 * i + 1] * s);
-#else
     w[i] = __float_as_uint(x.v[i] * s);
 #endif
   uint32_t *q = reinterpret_cast<uint32_t *>(p);
@@ -372,9 +379,7 @@ __device__ __forceinline__ void glm_mla_st(glm_mla_part_t *p, const glm_mla_vec 
 }
 __device__ __forceinline__ void glm_mla_st_out(glm_bf16 *p, const glm_mla_vec &x, float s) {
   uint32_t w[GLM_MLA_ITEM / 2];
-#pragma unroll
-  for (int i = 0; i < GLM_MLA_ITEM / 2; ++i)
-    w[i] = glm_pack_bf16x2(x.v[2 * i] * s, x.v[2 * i + 1] * s);
+  glm_mla_pack_bf16(x, s, w);
 #if GLM_MLA_ITEM == 4
   *reinterpret_cast<uint2 *>(p) = make_uint2(w[0], w[1]);
 #else
