@@ -1,9 +1,9 @@
 // glm5-gguf: GLM-5 GGUF fixtures, inspection and dequantization, without LLVM (it runs wherever
 // the runtime builds). A thin command-line layer over tools/glm5-gguf's library.
+#include "runtime/cli/Args.h"
 #include "tools/glm5-gguf/fixture.h"
 #include "tools/glm5-gguf/inspect.h"
 
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -35,22 +35,13 @@ int fail(const Status &s) {
   return 1;
 }
 
-// Parses a decimal u64; false on junk or overflow.
 bool parseU64(const char *s, uint64_t *out) {
-  if (!*s)
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || *end || s[0] == '-')
-    return false;
-  *out = v;
-  return true;
+  return glm5rt::cli::parseUnsigned(s, UINT64_MAX, out);
 }
 
 bool parseU32(const char *s, uint32_t *out) {
   uint64_t v;
-  if (!parseU64(s, &v) || v > UINT32_MAX)
+  if (!glm5rt::cli::parseUnsigned(s, UINT32_MAX, &v))
     return false;
   *out = static_cast<uint32_t>(v);
   return true;

@@ -9,6 +9,7 @@
 // Tokens [0, P) go through prefill, tokens [P, n) through one-token decode steps; nothing is
 // added (no BOS, no template). Row i of the logits is the distribution after token i.
 #include "runtime/backend/Check.h"
+#include "runtime/cli/Args.h"
 #include "runtime/cli/Npy.h"
 #include "runtime/cuda/Backend.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -96,10 +97,8 @@ bool parseTokens(const std::string &s, std::vector<int32_t> *out) {
   while (p < s.size()) {
     size_t c = s.find(',', p);
     std::string item = s.substr(p, c == std::string::npos ? std::string::npos : c - p);
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || errno || v < 0 || v > INT32_MAX)
+    uint64_t v = 0;
+    if (!glm5rt::cli::parseUnsigned(item.c_str(), INT32_MAX, &v))
       return false;
     out->push_back(static_cast<int32_t>(v));
     if (c == std::string::npos)
@@ -121,10 +120,19 @@ bool parseNumber(const char *v, double lo, double hi, double *out) {
   *out = x;
   return true;
 }
+// An integer option's value: the whole argument, decimal digits only, in [lo, hi] ("2.5", "1e3",
+// "+4" and " 4" are refused, not read as a prefix or rounded).
+bool parseInteger(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t x = 0;
+  if (!glm5rt::cli::parseUnsigned(v, hi, &x) || x < lo)
+    return false;
+  *out = x;
+  return true;
+}
 // Token counts: a context, a chunk, a prefill length (positions are 32-bit).
 bool parseTokenCount(const char *v, long *out) {
-  double x = 0;
-  if (!parseNumber(v, 1, INT32_MAX, &x))
+  uint64_t x = 0;
+  if (!parseInteger(v, 1, INT32_MAX, &x))
     return false;
   *out = static_cast<long>(x);
   return true;
@@ -525,6 +533,7 @@ int cmdGenerate(int argc, char **argv) {
     std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
     double x = 0;
+    uint64_t u = 0;
     if (a == "--weights" && v) {
       weights = v;
       ++i;
@@ -533,9 +542,9 @@ int cmdGenerate(int argc, char **argv) {
       havePrompt = true;
       ++i;
     } else if (a == "-n" && v) {
-      if (!parseNumber(v, 1, 1e7, &x))
+      if (!parseInteger(v, 1, 10000000, &u))
         return usage("-n takes a positive number of tokens");
-      n = static_cast<long>(x);
+      n = static_cast<long>(u);
       ++i;
     } else if (a == "--ctx" && v) {
       if (!parseTokenCount(v, &ctx))
@@ -551,9 +560,9 @@ int cmdGenerate(int argc, char **argv) {
       so.temperature = static_cast<float>(x);
       ++i;
     } else if (a == "--top-k" && v) {
-      if (!parseNumber(v, 0, INT32_MAX, &x))
+      if (!parseInteger(v, 0, INT32_MAX, &u))
         return usage("--top-k takes a non-negative integer");
-      so.topK = static_cast<int>(x);
+      so.topK = static_cast<int>(u);
       ++i;
     } else if (a == "--top-p" && v) {
       if (!parseNumber(v, 0, 1, &x) || x == 0)
@@ -561,9 +570,8 @@ int cmdGenerate(int argc, char **argv) {
       so.topP = static_cast<float>(x);
       ++i;
     } else if (a == "--seed" && v) {
-      if (!parseNumber(v, 0, 9007199254740992.0, &x)) // 2^53: every integer exact
-        return usage("--seed takes a non-negative integer up to 2^53");
-      so.seed = static_cast<uint64_t>(x);
+      if (!parseInteger(v, 0, UINT64_MAX, &so.seed))
+        return usage("--seed takes a non-negative integer below 2^64");
       ++i;
     } else if (a == "--device" && v) {
       dc.device = v;

@@ -7,6 +7,7 @@
 #include "codegen/target/Target.h"
 #include "compiler/driver/Driver.h"
 #include "dialects/glm/Transforms/Passes.h"
+#include "runtime/cli/Args.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanPrinter.h"
 
@@ -54,6 +55,13 @@ int usage(const std::string &why) {
 }
 
 // Prints a failure: nothing when the diagnostics already said why (empty message).
+// An option's value as a whole decimal number in [0, max]; -1 for anything else ("2x", "-3",
+// "", past max), which the option's range check then refuses with its usage message.
+long long optionNumber(const char *v, uint64_t max) {
+  uint64_t x = 0;
+  return glm5rt::cli::parseUnsigned(v, max, &x) ? static_cast<long long>(x) : -1;
+}
+
 int fail(const glm5rt::Status &status) {
   if (!status.message().empty())
     llvm::errs() << "glm5c: error: " << status.message() << "\n";
@@ -112,11 +120,11 @@ int cmdCompile(int argc, char **argv) {
     else if (a == "--attention" && i + 1 < argc)
       attention = argv[++i];
     else if (a == "--page-size" && i + 1 < argc)
-      pageSize = std::atoi(argv[++i]);
+      pageSize = optionNumber(argv[++i], 4096);
     else if (a == "--tp" && i + 1 < argc)
-      tp = std::atoi(argv[++i]);
+      tp = optionNumber(argv[++i], 256);
     else if (a == "--ep" && i + 1 < argc)
-      ep = std::atoi(argv[++i]);
+      ep = optionNumber(argv[++i], 256);
     else if (input.empty() && !a.empty() && a[0] != '-')
       input = a;
     else
@@ -260,10 +268,11 @@ int cmdKernel(int argc, char **argv) {
   long long maxSmem = 0, heads = 16;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--max-smem" && i + 1 < argc)
-      maxSmem = std::atoll(argv[++i]);
-    else if (a == "--heads" && i + 1 < argc)
-      heads = std::atoll(argv[++i]);
+    if (a == "--max-smem" && i + 1 < argc) {
+      maxSmem = optionNumber(argv[++i], 1 << 30);
+      maxSmem = maxSmem == 0 ? -1 : maxSmem; // 0 is not a limit: refused below
+    } else if (a == "--heads" && i + 1 < argc)
+      heads = optionNumber(argv[++i], 4096);
     else if (a == "--target" && i + 1 < argc)
       target = argv[++i];
     else if (a == "--run-on" && i + 1 < argc)
@@ -291,6 +300,8 @@ int cmdKernel(int argc, char **argv) {
     return 1;
   }
   // --max-smem: the same target with less shared memory per block (what-if, and tests).
+  if (maxSmem < 0)
+    return usage("kernel: --max-smem takes a number of bytes in 1..2^30");
   Target limited = *tiles;
   if (maxSmem > 0)
     limited.maxSharedPerBlock = maxSmem;
