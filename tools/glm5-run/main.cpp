@@ -284,7 +284,7 @@ int parseCheck(int i, int argc, char **argv, DeviceChoice *dc) {
   if (i + 1 < argc) {
     char *end = nullptr;
     double t = std::strtod(argv[i + 1], &end);
-    if (*argv[i + 1] && !*end && t > 0) {
+    if (*argv[i + 1] && !*end && std::isfinite(t) && t > 0) { // "inf" would pass every step
       dc->tolerance = t;
       return 1;
     }
