@@ -658,12 +658,14 @@ int cmdGenerate(int argc, char **argv) {
   long generated = 0;
   int32_t p = static_cast<int32_t>(ids.size());
   std::fputs(prompt.c_str(), stdout);
-  while (generated < n && !(*tok)->isEog(next) && p < ctx) {
+  // `next` is printed, then decoded at position p while the context has room for it: the token
+  // sampled from the last position's logits is printed too (it needs no position of its own).
+  while (generated < n && !(*tok)->isEog(next)) {
     std::string piece = decoder.push(next);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     ++generated;
-    if (generated == n || p + 1 > ctx)
+    if (generated == n || p >= ctx)
       break;
     s = (*backend)->run("decode", &next, &p, 1, &logits);
     if (!s.isOk())
@@ -677,10 +679,14 @@ int cmdGenerate(int argc, char **argv) {
   auto t2 = std::chrono::steady_clock::now();
   double pre = std::chrono::duration<double>(t1 - t0).count();
   double dec = std::chrono::duration<double>(t2 - t1).count();
+  // Why generation stopped: an end-of-generation token, -n, or a full context (--ctx).
+  std::string why = (*tok)->isEog(next) && generated < n ? "stopped at end of generation"
+                    : generated >= n                     ? "length limit"
+                                                         : "the context of " + std::to_string(ctx) +
+                                                               " tokens is full; raise --ctx";
   std::fprintf(stderr, "glm5-run: %s: prefill %zu tokens %.1f tok/s, decode %ld tokens %.1f tok/s (%s)\n",
                (*backend)->name(), ids.size(), ids.size() / std::max(pre, 1e-9), generated,
-               generated / std::max(dec, 1e-9),
-               (*tok)->isEog(next) && generated < n ? "stopped at end of generation" : "length limit");
+               generated / std::max(dec, 1e-9), why.c_str());
   if (profile)
     std::fputs((*backend)->profileReport().c_str(), stderr);
   if (graphTime)
