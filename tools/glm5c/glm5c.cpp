@@ -54,7 +54,6 @@ int usage(const std::string &why) {
   return 2;
 }
 
-// Prints a failure: nothing when the diagnostics already said why (empty message).
 // An option's value as a whole decimal number in [0, max]; -1 for anything else ("2x", "-3",
 // "", past max), which the option's range check then refuses with its usage message.
 long long optionNumber(const char *v, uint64_t max) {
@@ -62,6 +61,7 @@ long long optionNumber(const char *v, uint64_t max) {
   return glm5rt::cli::parseUnsigned(v, max, &x) ? static_cast<long long>(x) : -1;
 }
 
+// Prints a failure: nothing when the diagnostics already said why (empty message).
 int fail(const glm5rt::Status &status) {
   if (!status.message().empty())
     llvm::errs() << "glm5c: error: " << status.message() << "\n";
