@@ -10,7 +10,7 @@ bool parseUnsigned(const char *s, uint64_t max, uint64_t *out) {
     if (*p < '0' || *p > '9')
       return false;
     const uint64_t d = static_cast<uint64_t>(*p - '0');
-    if (v > (max - d) / 10) // v * 10 + d > max, without overflow
+    if (d > max || v > (max - d) / 10) // v * 10 + d > max, without overflow (or max - d's wrap)
       return false;
     v = v * 10 + d;
   }

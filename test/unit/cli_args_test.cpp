@@ -38,5 +38,20 @@ TEST(CliArgs, RefusesAnythingElseAndLeavesTheOutput) {
   EXPECT_EQ(v, 42u);
 }
 
+// A limit below 9: a single digit above it is refused too (max - digit must not wrap).
+TEST(CliArgs, SmallLimits) {
+  uint64_t v = 42;
+  EXPECT_TRUE(parseUnsigned("8", 8, &v));
+  EXPECT_EQ(v, 8u);
+  for (const char *bad : {"9", "09", "10", "19"}) {
+    v = 42;
+    EXPECT_FALSE(parseUnsigned(bad, 8, &v)) << "'" << bad << "'";
+    EXPECT_EQ(v, 42u) << "'" << bad << "'";
+  }
+  EXPECT_TRUE(parseUnsigned("0", 0, &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_FALSE(parseUnsigned("1", 0, &v));
+}
+
 } // namespace
 } // namespace glm5rt::cli
