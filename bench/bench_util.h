@@ -5,6 +5,7 @@
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/target/Target.h"
+#include "runtime/cli/Args.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/support/status.h"
 
@@ -61,6 +62,27 @@ inline std::vector<std::string> splitList(const std::string &list) {
       break;
     p = c + 1;
   }
+  return v;
+}
+
+// An integer option's value, read strictly (runtime/cli parseUnsigned: digits only, the whole
+// text) and within [lo, hi]; anything else ends the bench with a message naming the option, so a
+// typo ("--reps 2x", "--splits -1") is not timed as some other configuration.
+inline int optionInt(const char *option, const std::string &text, int lo, int hi) {
+  uint64_t v = 0;
+  if (!glm5rt::cli::parseUnsigned(text.c_str(), static_cast<uint64_t>(hi), &v) ||
+      v < static_cast<uint64_t>(lo)) {
+    std::fprintf(stderr, "%s: '%s' is not an integer from %d to %d\n", option, text.c_str(), lo,
+                 hi);
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+// A comma-separated list of such values.
+inline std::vector<int> optionInts(const char *option, const std::string &list, int lo, int hi) {
+  std::vector<int> v;
+  for (const std::string &t : splitList(list))
+    v.push_back(optionInt(option, t, lo, hi));
   return v;
 }
 

@@ -455,13 +455,13 @@ int main(int argc, char **argv) {
               std::string(argv[i + 1]) == "multi" || std::string(argv[i + 1]) == "cluster"))
       topkMode = argv[++i];
     else if (a == "--stages" && i + 1 < argc)
-      stagesOverride = std::max(2, std::atoi(argv[++i]));
+      stagesOverride = glm5c::bench::optionInt("--stages", argv[++i], 2, 16);
     else if (a == "--score-ctas" && i + 1 < argc)
-      scoreCtas = std::max(1, std::atoi(argv[++i]));
+      scoreCtas = glm5c::bench::optionInt("--score-ctas", argv[++i], 1, 64);
     else if (a == "--cluster" && i + 1 < argc)
-      forcedCluster = std::clamp(std::atoi(argv[++i]), 1, 8);
+      forcedCluster = glm5c::bench::optionInt("--cluster", argv[++i], 1, 8);
     else if (a == "--reps" && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
+      reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--define" && i + 1 < argc)
       gDefines += glm5c::bench::defineLine(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc) {

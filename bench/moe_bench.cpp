@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     else if (a == "--pdl")
       pdl = true;
     else if (a == "--reps" && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
+      reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--tiles" && i + 1 < argc)
       tileNames = splitList(argv[++i]);
     else if (a == "--types" && i + 1 < argc)
@@ -130,10 +130,8 @@ int main(int argc, char **argv) {
       defines += glm5c::bench::defineLine(argv[++i]);
     else if ((a == "--active" || a == "--splits") && i + 1 < argc) {
       std::vector<int> &v = a == "--active" ? actives : splitChoices;
-      v.clear();
-      for (const std::string &t : splitList(argv[++i]))
-        v.push_back(a == "--active" ? std::clamp(std::atoi(t.c_str()), 1, kTopk)
-                                    : std::max(0, std::atoi(t.c_str())));
+      v = a == "--active" ? glm5c::bench::optionInts("--active", argv[++i], 1, kTopk)
+                          : glm5c::bench::optionInts("--splits", argv[++i], 0, 64);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k:q6_k,...] "

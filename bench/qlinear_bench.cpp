@@ -338,7 +338,7 @@ int main(int argc, char **argv) {
     else if (a == "--sm120-occupancy")
       sm120Occupancy = true;
     else if (a == "--reps" && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
+      reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--tiles" && i + 1 < argc)
       tileNames = splitList(argv[++i]);
     else if (a == "--types" && i + 1 < argc)
@@ -357,15 +357,11 @@ int main(int argc, char **argv) {
     else if (a == "--mv-tiles" && i + 1 < argc)
       mvTiles = splitList(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) {
-      splitChoices.clear();
-      for (const std::string &t : splitList(argv[++i]))
-        splitChoices.push_back(std::max(0, std::atoi(t.c_str())));
+      splitChoices = glm5c::bench::optionInts("--splits", argv[++i], 0, 64);
     } else if (a == "--shapes" && i + 1 < argc)
       shapeNames = splitList(argv[++i]);
     else if (a == "--tokens" && i + 1 < argc) {
-      tokenCounts.clear();
-      for (const std::string &t : splitList(argv[++i]))
-        tokenCounts.push_back(std::clamp(std::atoi(t.c_str()), 1, 8));
+      tokenCounts = glm5c::bench::optionInts("--tokens", argv[++i], 1, 8);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k,...] "

@@ -443,17 +443,17 @@ int main(int argc, char **argv) {
     if (a == "--check-only")
       checkOnly = true;
     else if (a == "--splits" && i + 1 < argc) // time this split count only (profiling)
-      forcedSplits = std::atoi(argv[++i]);
+      forcedSplits = glm5c::bench::optionInt("--splits", argv[++i], 1, 1024);
     else if (a == "--cluster" && i + 1 < argc)
-      forcedCluster = std::atoi(argv[++i]);
+      forcedCluster = glm5c::bench::optionInt("--cluster", argv[++i], 0, 8);
     else if (a == "--no-sweep")
       sweep = false;
     else if (a == "--pdl") // every launch overlapped with the one before (programmatic)
       gPdl = true;
     else if (a == "--sets" && i + 1 < argc) // launches per graph, each its own problem
-      gSets = std::max(1, std::atoi(argv[++i]));
+      gSets = glm5c::bench::optionInt("--sets", argv[++i], 1, 1024);
     else if (a == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
+      reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--shapes" && i + 1 < argc) // H:B,H:B,... any heads and batch (default: twelve)
       shapes = splitList(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc)
@@ -506,12 +506,12 @@ int main(int argc, char **argv) {
   std::vector<std::pair<int, int>> shapeList; // (H, B): --shapes in order, or PERF.md's twelve
   for (const std::string &sh : shapes) {
     const size_t colon = sh.find(':');
-    const int H = std::atoi(sh.c_str());
-    const int B = colon == std::string::npos ? 0 : std::atoi(&sh[colon + 1]);
-    if (H < 1 || H > 128 || B < 1 || B > 1024) {
+    if (colon == std::string::npos) {
       std::fprintf(stderr, "--shapes takes H:B, heads 1-128, batch 1-1024 ('%s')\n", sh.c_str());
       return 2;
     }
+    const int H = glm5c::bench::optionInt("--shapes (heads)", sh.substr(0, colon), 1, 128);
+    const int B = glm5c::bench::optionInt("--shapes (batch)", sh.substr(colon + 1), 1, 1024);
     shapeList.push_back({H, B});
   }
   if (shapeList.empty())
@@ -543,7 +543,7 @@ int main(int argc, char **argv) {
       headsChoices.push_back({8, true});
       headsChoices.push_back({16, true});
     } else if (h == "8" || h == "16" || h == "32") {
-      headsChoices.push_back({std::atoi(h.c_str()), false});
+      headsChoices.push_back({glm5c::bench::optionInt("--heads-per-cta", h, 8, 32), false});
     } else {
       std::fprintf(stderr, "--heads-per-cta takes auto, 16, 32 or 8\n");
       return 2;
@@ -566,20 +566,24 @@ int main(int argc, char **argv) {
               const Target *tiles = glm5c::bench::findTileTarget(tn);
               if (!tiles)
                 return 2;
-              const int warps = std::atoi(wn.c_str());
+              const int warps = glm5c::bench::optionInt("--warps", wn, 0, 16);
               if (warps != 0 && warps != 4 && warps != 8 && warps != 16) {
                 std::fprintf(stderr, "--warps takes 4, 8 or 16 (16: with 32 heads per CTA)\n");
                 return 2;
               }
               // SM120 occupancy implies SM120's register budget: as many CTAs per SM as the tile
               // target holds (-1; unless --min-ctas).
-              const int minCtas = std::atoi(mn.c_str()) > 0 ? std::atoi(mn.c_str())
-                                  : sm120Occupancy          ? -1
-                                                            : 0;
-              const int vTile = std::atoi(vn.c_str()),
-                        vRing = vn.find(':') == std::string::npos
-                                    ? 0
-                                    : std::atoi(vn.c_str() + vn.find(':') + 1);
+              const int minCtasAsked = glm5c::bench::optionInt("--min-ctas", mn, 0, 8);
+              const int minCtas = minCtasAsked > 0 ? minCtasAsked : sm120Occupancy ? -1 : 0;
+              const size_t vColon = vn.find(':');
+              if (vColon == std::string::npos) {
+                std::fprintf(stderr, "--variants takes TILE_N:RING\n");
+                return 2;
+              }
+              const int vTile = glm5c::bench::optionInt("--variants (tile)", vn.substr(0, vColon),
+                                                        0, 64),
+                        vRing = glm5c::bench::optionInt("--variants (ring)",
+                                                        vn.substr(vColon + 1), 0, 64);
               if (vTile != 0 && (vTile % 32 != 0 || vRing < vTile / 16)) {
                 std::fprintf(stderr, "--variants takes TILE_N:RING, TILE_N 32 or 64, RING (16-row "
                                      "entries) >= one tile\n");
