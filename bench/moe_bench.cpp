@@ -207,7 +207,9 @@ int main(int argc, char **argv) {
         if (mt != "reg") {
           int wv = 0, sv = 0;
           long long kv = 0;
-          if (std::sscanf(mt.c_str(), "%d:%d:%lld", &wv, &sv, &kv) != 3) {
+          int used = -1; // the whole text, nothing after KC
+          if (std::sscanf(mt.c_str(), "%d:%d:%lld%n", &wv, &sv, &kv, &used) != 3 ||
+              used != static_cast<int>(mt.size())) {
             std::fprintf(stderr, "--mv-tiles: '%s' is not reg or W:S:KC\n", mt.c_str());
             return 2;
           }

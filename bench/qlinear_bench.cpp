@@ -450,8 +450,11 @@ int main(int argc, char **argv) {
             } else if (mt != "reg") {
               int wv = 0, sv = 0, xv = -1;
               long long kv = 0;
-              const int got = std::sscanf(mt.c_str(), "%d:%d:%lld:%d", &wv, &sv, &kv, &xv);
-              if (got < 3 || (got == 4 && (xv < 0 || xv > 4))) {
+              int used = -1; // the whole text, nothing after the last field
+              const int got =
+                  std::sscanf(mt.c_str(), "%d:%d:%lld%n:%d%n", &wv, &sv, &kv, &used, &xv, &used);
+              if (got < 3 || used != static_cast<int>(mt.size()) ||
+                  (got == 4 && (xv < 0 || xv > 4))) {
                 std::fprintf(stderr,
                              "--mv-tiles: '%s' is not reg, reg:X, fp32, W:S:KC or W:S:KC:X\n",
                              mt.c_str());
