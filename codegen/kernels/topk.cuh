@@ -1408,8 +1408,9 @@ __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, u
   }
 }
 
-// One row per cluster; scores, positions, outputs and block table as in topk_row. Two CTAs per
-// SM's registers (a row's cluster then takes four SMs, and twice as many rows are resident).
+// One row per cluster; scores, positions, outputs and block table as in topk_row. Registers for
+// two CTAs per SM, so that twice as many rows' clusters are resident (a lone row's cluster is
+// spread one CTA per SM all the same: bench/RESULTS.md 2026-12-02, fourth session).
 extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     topk_cluster(const float *__restrict__ scores, int ld, int n_cols,
                  const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
