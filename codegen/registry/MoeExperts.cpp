@@ -200,6 +200,7 @@ glm5rt::StatusOr<MoeFfnConfigs> selectMoeExpertFfn(const Target &tiles, uint32_t
 QLinearConfig moeDecodePhase(QLinearConfig q, bool gateUp) {
   if (gateUp)
     return gateUpDecodeConfig(q, QLinearKind::kExpertGateUp);
+  q = withoutLateFill(q);
   q.kind = QLinearKind::kExpertDown;
   q.entry = "moe_expert_decode_down";
   const std::string prefix = "qlinear_mv";

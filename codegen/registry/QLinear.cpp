@@ -409,7 +409,17 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
   return selectImpl(tiles, type, K, N, tokens, actF32, launchBytes, false);
 }
 
+QLinearConfig withoutLateFill(QLinearConfig q) {
+  const std::string lf = "_lf"; // qlinearDecodeSuffix's last piece
+  if (q.lateFill && q.variant.size() >= lf.size() &&
+      q.variant.compare(q.variant.size() - lf.size(), lf.size(), lf) == 0)
+    q.variant.resize(q.variant.size() - lf.size());
+  q.lateFill = false;
+  return q;
+}
+
 QLinearConfig gateUpDecodeConfig(QLinearConfig q, QLinearKind kind) {
+  q = withoutLateFill(q);
   q.kind = kind;
   q.entry = kind == QLinearKind::kGateUp ? "qlinear_decode_gate_up" : "moe_expert_decode_gate_up";
   const std::string prefix = "qlinear_mv";

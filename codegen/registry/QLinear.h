@@ -80,6 +80,11 @@ glm5rt::StatusOr<QLinearConfig> selectQLinear(const Target &tiles, uint32_t type
                                               int64_t N, int tokens, bool actF32 = false,
                                               int64_t launchBytes = 0);
 
+// A decode config without the late first fill (GLM_MV_LATE_FILL, variant suffix "_lf"), which
+// only a lone qlinear_decode takes (qlinear.cuh asserts it): every conversion of a decode config
+// into another kernel goes through it (qlinearDecodeWith's forced tiles may carry it).
+QLinearConfig withoutLateFill(QLinearConfig q);
+
 // A decode config (selectQLinear or qlinearDecodeWith, one token) as a gate/up kernel of `kind`
 // (kExpertGateUp or kGateUp): on the mma path half of a CTA's warps stream gate's rows and half
 // up's (qlinear.cuh glm_gate_up_cta), so it covers half its weight rows of h per CTA.
