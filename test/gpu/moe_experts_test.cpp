@@ -473,15 +473,18 @@ GPU_TEST(moe_experts_glm5) {
 }
 
 // The decode phases with forced tiles (qlinearDecodeWith, as glm5c-bench-moe --mv-tiles makes
-// them) at GLM-5's shape: Q6_K down at one token is a product qlinearLateFill gives the late
-// first fill as a lone qlinear_decode, which an expert kernel must not take (qlinear.cuh asserts
-// it). Both phases build, without it.
+// them) at GLM-5's shape: Q6_K at one token is a product qlinearLateFill gives the late first
+// fill as a lone qlinear_decode, which an expert kernel must not take (qlinear.cuh asserts it).
+// Each phase builds, without it.
 GPU_TEST(moe_experts_forced_tiles) {
   const int64_t H = 6144, F = 2048;
   const struct {
     GgmlType type;
     bool gateUp;
-  } phases[] = {{GgmlType::Q4_K, true}, {GgmlType::Q6_K, false}, {GgmlType::Q8_0, false}};
+  } phases[] = {{GgmlType::Q4_K, true},
+                {GgmlType::Q6_K, true},
+                {GgmlType::Q6_K, false},
+                {GgmlType::Q8_0, false}};
   for (const auto &ph : phases) {
     GPU_TRY(q, qlinearDecodeWith(ctx.tiles, uint32_t(ph.type), ph.gateUp ? H : F,
                                  ph.gateUp ? F : H, 1, 4, 4, 1024));
