@@ -70,8 +70,8 @@ inline std::vector<std::string> splitList(const std::string &list) {
 // typo ("--reps 2x", "--splits -1") is not timed as some other configuration.
 inline int optionInt(const char *option, const std::string &text, int lo, int hi) {
   uint64_t v = 0;
-  if (!glm5rt::cli::parseUnsigned(text.c_str(), static_cast<uint64_t>(hi), &v) ||
-      v < static_cast<uint64_t>(lo)) {
+  if (!glm5rt::cli::parseUnsigned(text.c_str(), static_cast<uint64_t>(lo),
+                                  static_cast<uint64_t>(hi), &v)) {
     std::fprintf(stderr, "%s: '%s' is not an integer from %d to %d\n", option, text.c_str(), lo,
                  hi);
     std::exit(2);

@@ -18,4 +18,12 @@ bool parseUnsigned(const char *s, uint64_t max, uint64_t *out) {
   return true;
 }
 
+bool parseUnsigned(const char *s, uint64_t lo, uint64_t max, uint64_t *out) {
+  uint64_t v = 0;
+  if (!parseUnsigned(s, max, &v) || v < lo)
+    return false;
+  *out = v;
+  return true;
+}
+
 } // namespace glm5rt::cli

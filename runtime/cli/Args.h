@@ -8,5 +8,7 @@ namespace glm5rt::cli {
 
 // A decimal integer in [0, max] made of digits only; false otherwise (*out unchanged).
 bool parseUnsigned(const char *s, uint64_t max, uint64_t *out);
+// The same in [lo, max].
+bool parseUnsigned(const char *s, uint64_t lo, uint64_t max, uint64_t *out);
 
 } // namespace glm5rt::cli

@@ -53,5 +53,16 @@ TEST(CliArgs, SmallLimits) {
   EXPECT_FALSE(parseUnsigned("1", 0, &v));
 }
 
+// With a lower bound: [lo, max], anything else refused and the output left.
+TEST(CliArgs, LowerBound) {
+  uint64_t v = 42;
+  EXPECT_FALSE(parseUnsigned("0", 1, 8, &v));
+  EXPECT_FALSE(parseUnsigned("9", 1, 8, &v));
+  EXPECT_FALSE(parseUnsigned("x", 1, 8, &v));
+  EXPECT_EQ(v, 42u);
+  EXPECT_TRUE(parseUnsigned("1", 1, 8, &v));
+  EXPECT_EQ(v, 1u);
+}
+
 } // namespace
 } // namespace glm5rt::cli

@@ -120,19 +120,13 @@ bool parseNumber(const char *v, double lo, double hi, double *out) {
   *out = x;
   return true;
 }
-// An integer option's value: the whole argument, decimal digits only, in [lo, hi] ("2.5", "1e3",
-// "+4" and " 4" are refused, not read as a prefix or rounded).
-bool parseInteger(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
-  uint64_t x = 0;
-  if (!glm5rt::cli::parseUnsigned(v, hi, &x) || x < lo)
-    return false;
-  *out = x;
-  return true;
-}
+// Integer options take parseUnsigned(v, lo, hi, &out): the whole argument, decimal digits only,
+// in [lo, hi] ("2.5", "1e3", "+4" and " 4" are refused, not read as a prefix or rounded).
+using glm5rt::cli::parseUnsigned;
 // Token counts: a context, a chunk, a prefill length (positions are 32-bit).
 bool parseTokenCount(const char *v, long *out) {
   uint64_t x = 0;
-  if (!parseInteger(v, 1, INT32_MAX, &x))
+  if (!parseUnsigned(v, 1, INT32_MAX, &x))
     return false;
   *out = static_cast<long>(x);
   return true;
@@ -542,7 +536,7 @@ int cmdGenerate(int argc, char **argv) {
       havePrompt = true;
       ++i;
     } else if (a == "-n" && v) {
-      if (!parseInteger(v, 1, 10000000, &u))
+      if (!parseUnsigned(v, 1, 10000000, &u))
         return usage("-n takes a positive number of tokens");
       n = static_cast<long>(u);
       ++i;
@@ -560,7 +554,7 @@ int cmdGenerate(int argc, char **argv) {
       so.temperature = static_cast<float>(x);
       ++i;
     } else if (a == "--top-k" && v) {
-      if (!parseInteger(v, 0, INT32_MAX, &u))
+      if (!parseUnsigned(v, 0, INT32_MAX, &u))
         return usage("--top-k takes a non-negative integer");
       so.topK = static_cast<int>(u);
       ++i;
@@ -570,7 +564,7 @@ int cmdGenerate(int argc, char **argv) {
       so.topP = static_cast<float>(x);
       ++i;
     } else if (a == "--seed" && v) {
-      if (!parseInteger(v, 0, UINT64_MAX, &so.seed))
+      if (!parseUnsigned(v, 0, UINT64_MAX, &so.seed))
         return usage("--seed takes a non-negative integer below 2^64");
       ++i;
     } else if (a == "--device" && v) {
