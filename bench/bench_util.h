@@ -104,6 +104,21 @@ inline std::string defineLine(const std::string &d) {
   return "#define " + d.substr(0, eq) + " " + d.substr(eq + 1) + "\n";
 }
 
+// --sm120-occupancy (the qlinear and MoE benches): a kernel of `dynamicSmem` bytes runs as many
+// CTAs per SM as the tile target's shared memory holds (returned), by launching it with at least
+// *launchSmem bytes: enough that no more share this device's SM (its opt-in maximum plus the 1 KB
+// the system reserves per CTA). The kernel is opted in to the padded size.
+inline int padToTileOccupancy(glm5rt::cuda::Driver &drv, glm5rt::cuda::Function f,
+                              const glm5c::codegen::Target &tiles, int64_t dynamicSmem,
+                              const std::string &name, int64_t *launchSmem) {
+  const int64_t per = std::max<int64_t>(1, tiles.sharedPerSM / (dynamicSmem + 1024));
+  *launchSmem = std::max<int64_t>(
+      dynamicSmem, (int64_t(drv.info().maxSharedOptin) + 1024) / (per + 1) - 1024 + 64);
+  if (*launchSmem > 48 * 1024)
+    checkOk(drv.setMaxDynamicSmem(f, static_cast<int>(*launchSmem), name));
+  return static_cast<int>(per);
+}
+
 // Compiles a generated kernel source (the kernel library's headers available) for `arch`,
 // loads it, returns entry `entry` opted in to `dynamicSmem` bytes of shared memory, and prints
 // `name` with ptxas's register line. With `auxEntry`, *aux is that entry of the same module (a

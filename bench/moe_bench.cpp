@@ -9,9 +9,12 @@
 //
 // usage: glm5c-bench-moe [--check-only] [--tiles sm_90,sm_120a] [--types q4_k:q6_k,...]
 //                        [--active 8,1] [--splits 0,2,...] [--reps N] [--pdl]
-//                        [--mv-tiles reg,W:S:KC,...] [--define NAME=V]
+//                        [--mv-tiles reg,W:S:KC,...] [--define NAME=V] [--sm120-occupancy]
 // --types lists gate/up:down weight types. --splits times each listed K split (both phases): 0
-// is the runtime's choice for the active pairs (runtime/launch moeDecodeGrid), N forces N.
+// is the runtime's choice for the active pairs (runtime/launch moeDecodeGrid, from each phase
+// kernel's CTAs per SM on this device as the driver reports them), N forces N.
+// --sm120-occupancy pads each phase's launch so that this device's SM holds as many CTAs as the
+// tile target's shared memory does (3 gate/up and 2 down CTAs on SM120), and the rule uses that.
 // --mv-tiles times each listed tile choice (both phases): `reg` is the registry's, W:S:KC forces
 // W warps, an S-step ring and KC-element x chunks (the launch's L2 prefetch then follows one
 // product's bytes). --define (repeatable) puts `#define NAME V` before the kernel source.
@@ -106,7 +109,7 @@ struct Row {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false, pdl = false;
+  bool checkOnly = false, pdl = false, sm120Occupancy = false;
   int reps = 30;
   std::vector<std::string> tileNames, typePairs = {"q4_k:q6_k"};
   std::vector<int> actives = {8, 1}, splitChoices = {0};
@@ -118,6 +121,8 @@ int main(int argc, char **argv) {
       checkOnly = true;
     else if (a == "--pdl")
       pdl = true;
+    else if (a == "--sm120-occupancy")
+      sm120Occupancy = true;
     else if (a == "--reps" && i + 1 < argc)
       reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--tiles" && i + 1 < argc)
@@ -136,7 +141,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--check-only] [--tiles sm_90,sm_120a] [--types q4_k:q6_k,...] "
                    "[--active 8,1] [--splits 0,2,...] [--reps N] [--pdl] "
-                   "[--mv-tiles reg,W:S:KC,...] [--define NAME=V]\n",
+                   "[--mv-tiles reg,W:S:KC,...] [--define NAME=V] [--sm120-occupancy]\n",
                    argv[0]);
       return 2;
     }
@@ -237,6 +242,20 @@ int main(int argc, char **argv) {
                                       codeArch, cDn.entry, cDn.dynamicSmem);
         const launch::QLinearParams pGu = qlinearLaunchParams(cGu);
         const launch::QLinearParams pDn = qlinearLaunchParams(cDn);
+        // Each phase's CTAs per SM (the split rule's input) and launch shared memory.
+        int64_t smemGu = cGu.dynamicSmem, smemDn = cDn.dynamicSmem;
+        int occGu = 1, occDn = 1;
+        if (sm120Occupancy) {
+          occGu = glm5c::bench::padToTileOccupancy(drv, fGu, *tiles, cGu.dynamicSmem, cGu.variant,
+                                                   &smemGu);
+          occDn = glm5c::bench::padToTileOccupancy(drv, fDn, *tiles, cDn.dynamicSmem, cDn.variant,
+                                                   &smemDn);
+        } else {
+          CHECK_OK(drv.occupancy(fGu, pGu.threads, size_t(smemGu), &occGu));
+          CHECK_OK(drv.occupancy(fDn, pDn.threads, size_t(smemDn), &occDn));
+        }
+        std::printf("  CTAs per SM: gate/up %d, down %d%s\n", occGu, occDn,
+                    sm120Occupancy ? " (the tile target's)" : "");
         for (int active : actives) {
           std::vector<cu::DevicePtr> ids(sets);
           std::vector<std::vector<int32_t>> idHost(sets);
@@ -275,10 +294,12 @@ int main(int argc, char **argv) {
             }
           }
           for (int forced : splitChoices) {
-            const launch::MoeDecodeGrid a =
-                launch::moeDecodeGrid(pGu, true, sizing.smCount, kTopk, active, kF, kH, forced);
-            const launch::MoeDecodeGrid b =
-                launch::moeDecodeGrid(pDn, false, sizing.smCount, kTopk, active, kH, kF, forced);
+            launch::MoeDecodeGrid a = launch::moeDecodeGrid(pGu, true, sizing.smCount, kTopk,
+                                                            active, kF, kH, occGu, forced);
+            launch::MoeDecodeGrid b = launch::moeDecodeGrid(pDn, false, sizing.smCount, kTopk,
+                                                            active, kH, kF, occDn, forced);
+            a.smem = static_cast<unsigned>(smemGu);
+            b.smem = static_cast<unsigned>(smemDn);
             if (size_t(std::max(a.counters, b.counters)) > counters) {
               std::fprintf(stderr, "more split counters than allocated\n");
               return 1;

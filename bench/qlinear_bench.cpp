@@ -479,20 +479,12 @@ int main(int argc, char **argv) {
               it = kernels.emplace(cfg->variant + tn, std::make_pair(f, dump)).first;
             }
             cu::Function fn = it->second.first;
-            // --sm120-occupancy: the CTAs per SM of the tile target's shared memory, then a
-            // launch size that lets no more than that many share this device's SM (its opt-in
-            // maximum + the 1 KB the system reserves per CTA).
+            // --sm120-occupancy: the CTAs per SM of the tile target's shared memory.
             int64_t launchSmem = cfg->dynamicSmem;
             std::string occTag;
-            if (sm120Occupancy) {
-              const int64_t per =
-                  std::max<int64_t>(1, tiles->sharedPerSM / (cfg->dynamicSmem + 1024));
-              launchSmem = std::max<int64_t>(
-                  launchSmem, (int64_t(drv.info().maxSharedOptin) + 1024) / (per + 1) - 1024 + 64);
-              occTag = " o" + std::to_string(per);
-              if (launchSmem > 48 * 1024)
-                CHECK_OK(drv.setMaxDynamicSmem(fn, static_cast<int>(launchSmem), cfg->variant));
-            }
+            if (sm120Occupancy)
+              occTag = " o" + std::to_string(glm5c::bench::padToTileOccupancy(
+                                  drv, fn, *tiles, cfg->dynamicSmem, cfg->variant, &launchSmem));
             for (int forced : splitChoices) {
               QLinearLaunch l = qlinearLaunch(*cfg, sizing, T, N, K, forced);
               l.smem = static_cast<unsigned>(launchSmem);

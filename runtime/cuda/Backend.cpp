@@ -557,14 +557,7 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     GLM5_ASSIGN_OR_RETURN(launch::IndexerScoreParams ip, launch::indexerScoreParamsOf(*f.k));
     // One wave of the CTAs this device holds of this code (the plan's ctas_per_sm is the tile
     // target's: SM120's shared memory holds two, an H200 SM four of the same tile).
-    auto occ = scoreOccupancy_.find(f.f);
-    if (occ == scoreOccupancy_.end()) {
-      int ctas = 0;
-      GLM5_RETURN_IF_ERROR(
-          drv_->occupancy(f.f, ip.threads, static_cast<size_t>(ip.dynamicSmem), &ctas));
-      occ = scoreOccupancy_.emplace(f.f, std::max(ctas, 1)).first;
-    }
-    ip.ctasPerSm = occ->second;
+    GLM5_ASSIGN_OR_RETURN(ip.ctasPerSm, ctasPerSm(f.f, ip.threads, ip.dynamicSmem));
     const int64_t cols = last + 1;
     launch::IndexerScoreGrid g = launch::indexerScoreGrid(ip, sm, T, cols);
     DevicePtr q = ptr(in(0)), w = ptr(in(1)), pos = ptr(-2), sc = ptr(out(0)), bt = blockTable_;
@@ -730,8 +723,13 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
       // The pairs expected on this rank's E experts (of the model's), which size the K splits.
       const int64_t all = std::max<int64_t>(plan_.config()->experts(), E);
       const int64_t active = std::max<int64_t>(1, (pairs * int64_t(E) + all - 1) / all);
-      const launch::MoeDecodeGrid a = launch::moeDecodeGrid(qg, true, sm, pairs, active, F, H);
-      const launch::MoeDecodeGrid b = launch::moeDecodeGrid(qd, false, sm, pairs, active, H, F);
+      // Each phase's K splits fill one wave of the CTAs this device holds of its kernel.
+      GLM5_ASSIGN_OR_RETURN(int occA, ctasPerSm(mgu.f, qg.threads, qg.dynamicSmem));
+      GLM5_ASSIGN_OR_RETURN(int occB, ctasPerSm(mdn.f, qd.threads, qd.dynamicSmem));
+      const launch::MoeDecodeGrid a =
+          launch::moeDecodeGrid(qg, true, sm, pairs, active, F, H, occA);
+      const launch::MoeDecodeGrid b =
+          launch::moeDecodeGrid(qd, false, sm, pairs, active, H, F, occB);
       grow(needs_.splitWs, std::max(a.workspaceBytes, b.workspaceBytes));
       grow(needs_.splitCounters, std::max(a.counters, b.counters) * 4);
       DevicePtr ws = splitWs_, ctr = splitCounters_;
@@ -1032,6 +1030,16 @@ std::string Backend::profileReport() const {
                        row.calls / calls);
   }
   return out;
+}
+
+StatusOr<int> Backend::ctasPerSm(Function f, int threads, int64_t smem) {
+  auto it = occupancy_.find(f);
+  if (it == occupancy_.end()) {
+    int ctas = 0;
+    GLM5_RETURN_IF_ERROR(drv_->occupancy(f, threads, static_cast<size_t>(smem), &ctas));
+    it = occupancy_.emplace(f, std::max(ctas, 1)).first;
+  }
+  return it->second;
 }
 
 StatusOr<int> Backend::topkCluster(Function f, const launch::TopKParams &p) {

@@ -107,8 +107,10 @@ private:
   };
   // Sparse MLA's occupancy on this device per kernel: CTAs per SM, largest placeable cluster.
   std::map<Function, std::pair<int, int>> mlaOccupancy_;
-  // The indexer score kernel's resident CTAs per SM on this device, per kernel.
-  std::map<Function, int> scoreOccupancy_;
+  // Resident CTAs per SM on this device, per kernel, at the one launch size each is asked for
+  // (the indexer score kernel's, the MoE decode phases').
+  std::map<Function, int> occupancy_;
+  StatusOr<int> ctasPerSm(Function f, int threads, int64_t smem);
   // topk_cluster's largest placeable cluster per kernel (at its largest shared memory; 1 if
   // none), and how many such clusters the device holds at once per shared-memory size.
   std::map<Function, int> topkClusters_;

@@ -50,13 +50,27 @@ MoeFfnGrid moeFfnGrid(const MoeFfnParams &p, int64_t T) {
   return l;
 }
 
+int64_t moeDecodeSplits(int64_t tiles, int64_t kSteps, int64_t wave) {
+  int64_t best = 1;
+  for (int64_t s = 2; s <= kSteps; ++s) {
+    const int64_t per = (kSteps + s - 1) / s;
+    if ((kSteps + per - 1) / per == s && tiles * s <= wave)
+      best = s; // s distinct splits of `per` steps (the last no shorter than a step)
+  }
+  return best;
+}
+
 MoeDecodeGrid moeDecodeGrid(const QLinearParams &p, bool gateUp, int smCount, int64_t pairs,
-                            int64_t activePairs, int64_t N, int64_t K, int64_t forceSplits) {
+                            int64_t activePairs, int64_t N, int64_t K, int ctasPerSm,
+                            int64_t forceSplits) {
   MoeDecodeGrid l;
   const int64_t rows = std::max(p.rowsPerCta, 1);
   const int64_t blocks = (N + rows - 1) / rows;
   // The split of one product whose row tiles are the active pairs' row blocks.
   const int64_t active = std::max<int64_t>(activePairs, 1);
+  if (forceSplits <= 0 && ctasPerSm > 0)
+    forceSplits = moeDecodeSplits(blocks * active, (K + kQLinearKStep - 1) / kQLinearKStep,
+                                  int64_t(std::max(smCount, 1)) * ctasPerSm);
   const QLinearGrid q = qlinearGrid(p, smCount, 1, blocks * rows * active, K, forceSplits);
   l.threads = q.threads;
   l.smem = q.smem;

@@ -69,7 +69,9 @@ constexpr int64_t kMoeDecodeMaxTokens = 4;
 // (F for gate/up, H for down), y the `pairs` pairs, z splits of the K range. The splits are
 // qlinearSplits' over the row blocks of `activePairs` pairs -- the pairs expected on this rank's
 // experts (all of them on one GPU; the others' CTAs exit at once) -- so a rank that holds a few
-// of a token's experts still fills the device. forceSplits > 0 asks for that many instead.
+// of a token's experts still fills the device. With ctasPerSm > 0 (the CTAs of the phase's kernel
+// one SM holds, as the driver reports them) the splits are moeDecodeSplits' instead.
+// forceSplits > 0 asks for that many.
 struct MoeDecodeGrid {
   unsigned gridX = 0, gridY = 0, gridZ = 1, threads = 0, smem = 0;
   int kPerSplit = 0;          // a multiple of kQLinearKStep
@@ -77,7 +79,16 @@ struct MoeDecodeGrid {
   int64_t counters = 0;       // splits > 1: uint32 [pairs, gridX], zeroed once before first use
 };
 MoeDecodeGrid moeDecodeGrid(const QLinearParams &p, bool gateUp, int smCount, int64_t pairs,
-                            int64_t activePairs, int64_t N, int64_t K, int64_t forceSplits = 0);
+                            int64_t activePairs, int64_t N, int64_t K, int ctasPerSm = 0,
+                            int64_t forceSplits = 0);
+// The K splits of a per-pair decode phase of `tiles` CTAs per split (row blocks x active pairs)
+// over kSteps steps, where `wave` CTAs (SMs x CTAs per SM) run at once: the most splits whose
+// CTAs still fit one wave, among the counts whose splits all have the same number of steps; at
+// least 1. A rank's few pairs are a latency chain (ids, first weights, fixup), not a bandwidth
+// load: each phase was fastest with about one wave of CTAs in the H200 sweep over 1-4 active
+// pairs and 1-8 splits (bench/RESULTS.md 2026-12-02, fourth session), where qlinearSplits' load
+// model took fewer splits at 2 and 4 pairs (10% slower).
+int64_t moeDecodeSplits(int64_t tiles, int64_t kSteps, int64_t wave);
 ParamList moeFfnParamList(const MoeFfnParams &p);
 StatusOr<MoeFfnParams> moeFfnParamsOf(const glm5::plan::Kernel &kernel);
 

@@ -105,15 +105,23 @@ bool loadDecodePath(Context &ctx, Reporter &report, const MoeFfnConfigs &cfgs, D
 
 // Runs the decode path on pairs `ids` (T k of them) of experts [first, first + E) and returns
 // the out rows (P + 1 of H, the last a poisoned guard) as raw bits. splits > 0 forces that many K
-// splits in both phases; 0 takes the runtime's choice with every pair active.
+// splits in both phases; 0 takes the runtime's choice with every pair active (each phase's
+// splits from its kernel's occupancy on this device, as the cuda backend asks for it).
 std::vector<uint32_t> runDecodePath(Context &ctx, const DecodePath &d, cu::DevicePtr x,
                                     cu::DevicePtr wg, cu::DevicePtr wu, cu::DevicePtr wd,
                                     const std::vector<int32_t> &ids, int first, int E, int k,
                                     int H, int F, bool f32, int splits = 0) {
   const int P = static_cast<int>(ids.size());
   const int sm = ctx.tiles.smCount;
-  const auto a = glm5rt::launch::moeDecodeGrid(d.gateParams, true, sm, P, P, F, H, splits);
-  const auto b = glm5rt::launch::moeDecodeGrid(d.downParams, false, sm, P, P, H, F, splits);
+  int occA = 1, occB = 1;
+  Context::check(ctx.drv->occupancy(d.gateUp, d.gateParams.threads,
+                                    static_cast<size_t>(d.gateParams.dynamicSmem), &occA));
+  Context::check(ctx.drv->occupancy(d.down, d.downParams.threads,
+                                    static_cast<size_t>(d.downParams.dynamicSmem), &occB));
+  const auto a = glm5rt::launch::moeDecodeGrid(d.gateParams, true, sm, P, P, F, H,
+                                               std::max(occA, 1), splits);
+  const auto b = glm5rt::launch::moeDecodeGrid(d.downParams, false, sm, P, P, H, F,
+                                               std::max(occB, 1), splits);
   if (size_t(std::max(a.counters, b.counters)) > kDecodeCounters) {
     std::fprintf(stderr, "moe decode test: %lld split counters, %zu allocated\n",
                  static_cast<long long>(std::max(a.counters, b.counters)), kDecodeCounters);

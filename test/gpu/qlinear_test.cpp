@@ -471,7 +471,7 @@ GPU_TEST(qlinear_decode_gate_up) {
       const glm5rt::launch::QLinearParams lp = qlinearLaunchParams(cfg);
       for (int forced : {0, 1, 2, 3}) {
         const auto g =
-            glm5rt::launch::moeDecodeGrid(lp, true, ctx.tiles.smCount, 1, 1, N, K, forced);
+            glm5rt::launch::moeDecodeGrid(lp, true, ctx.tiles.smCount, 1, 1, N, K, 0, forced);
         cu::DevicePtr ws = ctx.alloc(size_t(std::max<int64_t>(g.workspaceBytes, 4)));
         cu::DevicePtr cnt =
             ctx.upload(std::vector<uint32_t>(size_t(std::max<int64_t>(g.counters, 1)), 0));

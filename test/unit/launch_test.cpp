@@ -240,6 +240,51 @@ TEST(Launch, MoeFfnGridBoundsTheTileList) {
       << rejected.status().message();
 }
 
+TEST(Launch, MoeDecodeSplitsFillOneWave) {
+  // GLM-5's gate/up phase: 64 row blocks a pair, 24 K steps; 7 CTAs on each of the H200's 132
+  // SMs. The most equal splits whose CTAs fit the 924: 12 for one pair (768 CTAs), 6 for two, 4
+  // for three, 3 for four, 1 for eight (512 CTAs already; 2 would be 1024).
+  EXPECT_EQ(moeDecodeSplits(64, 24, 132 * 7), 12);
+  EXPECT_EQ(moeDecodeSplits(128, 24, 132 * 7), 6);
+  EXPECT_EQ(moeDecodeSplits(192, 24, 132 * 7), 4);
+  EXPECT_EQ(moeDecodeSplits(256, 24, 132 * 7), 3);
+  EXPECT_EQ(moeDecodeSplits(512, 24, 132 * 7), 1);
+  // The down phase: 96 row blocks a pair, 8 steps, 5 per SM (660). 5-7 splits of 8 steps are
+  // not equal (they run as 4), so one pair takes 4, two 3 (3 + 3 + 2 steps), three 2, four 1.
+  EXPECT_EQ(moeDecodeSplits(96, 8, 132 * 5), 4);
+  EXPECT_EQ(moeDecodeSplits(192, 8, 132 * 5), 3);
+  EXPECT_EQ(moeDecodeSplits(288, 8, 132 * 5), 2);
+  EXPECT_EQ(moeDecodeSplits(384, 8, 132 * 5), 1);
+  // SM120's 188 SMs at 3 gate/up and 2 down CTAs per SM.
+  EXPECT_EQ(moeDecodeSplits(64, 24, 188 * 3), 8);
+  EXPECT_EQ(moeDecodeSplits(96, 8, 188 * 2), 3);
+  // More tiles than a wave, or one step: never fewer than one split.
+  EXPECT_EQ(moeDecodeSplits(2000, 24, 924), 1);
+  EXPECT_EQ(moeDecodeSplits(1, 1, 924), 1);
+
+  // The grid: with ctasPerSm the rule above, without it qlinearSplits' load model; a forced
+  // count wins over both.
+  QLinearParams p;
+  p.kind = QLinearKind::kDecode;
+  p.threads = 128;
+  p.tokens = 1;
+  p.rowsPerCta = 32;
+  MoeDecodeGrid g = moeDecodeGrid(p, true, 132, 8, 2, 2048, 6144, 7);
+  EXPECT_EQ(g.gridX, 64u);
+  EXPECT_EQ(g.gridY, 8u);
+  EXPECT_EQ(g.gridZ, 6u);
+  EXPECT_EQ(g.kPerSplit, 4 * kQLinearKStep);
+  EXPECT_EQ(g.workspaceBytes, 6 * 8 * 2 * 2048 * 4);
+  EXPECT_EQ(g.counters, 64 * 8);
+  const MoeDecodeGrid old = moeDecodeGrid(p, true, 132, 8, 2, 2048, 6144);
+  EXPECT_EQ(int64_t(old.gridZ), qlinearSplits(p, 132, 128, 24));
+  EXPECT_EQ(moeDecodeGrid(p, true, 132, 8, 2, 2048, 6144, 7, 2).gridZ, 2u);
+  // The last pairs' phase at one split has no workspace.
+  const MoeDecodeGrid all = moeDecodeGrid(p, false, 132, 8, 8, 6144, 2048, 5);
+  EXPECT_EQ(all.gridZ, 1u);
+  EXPECT_EQ(all.workspaceBytes, 0);
+}
+
 TEST(Launch, ElementwiseGrids) {
   NormParams norm;
   norm.threads = 256;
