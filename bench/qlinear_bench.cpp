@@ -23,7 +23,8 @@
 // --pdl launches each product overlapped with the one before it in the timed graph (programmatic
 // dependent launch), as the cuda backend launches kernels.
 // --gate-up also times glm.gate_up's kernel (qlinear_decode_gate_up: the shape's rows as gate and
-// as up, SwiGLU in its epilogue; GB/s on both weights' bytes) at one token.
+// as up, SwiGLU in its epilogue; GB/s on both weights' bytes) at one token, at each of --splits
+// (0: the runtime's choice, qlinearSplits' load model over the row tiles).
 // --linears times, per type, GLM-5's decode products that read one activation (q_a, kv_a and the
 // indexer's key; q_b and the indexer's query) as one glm.linears launch (qlinear_decode_multi)
 // and as separate launches, at one token (instead of the --shapes table).
@@ -569,65 +570,76 @@ int main(int argc, char **argv) {
           cu::Function fn = glm5c::bench::buildKernel(drv, nvrtc, cfg->variant + "_" + tn,
                                                       defines + qlinearSource(*cfg), codeArch,
                                                       cfg->entry, cfg->dynamicSmem);
-          const auto g = glm5rt::launch::moeDecodeGrid(qlinearLaunchParams(*cfg), true,
-                                                       sizing.smCount, 1, 1, N, K);
+          const glm5rt::launch::QLinearParams gp = qlinearLaunchParams(*cfg);
+          int64_t launchSmem = cfg->dynamicSmem;
+          if (sm120Occupancy)
+            glm5c::bench::padToTileOccupancy(drv, fn, *tiles, cfg->dynamicSmem, cfg->variant,
+                                             &launchSmem);
           std::vector<uint16_t> xh;
           std::vector<float> xf;
           randomX(rng, static_cast<size_t>(K), xh, xf);
-          cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
-          CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
-          CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
-          CHECK_OK(drv.malloc(&dy, size_t(N) * 2, "h"));
-          CHECK_OK(drv.malloc(&ws, size_t(std::max<int64_t>(g.workspaceBytes, 4)), "workspace"));
-          CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(g.counters, 1)) * 4, "counters"));
-          CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(g.counters, 1)) * 4));
-          int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = g.kPerSplit;
-          auto launch = [&](size_t s) {
-            void *args[] = {&w[s], &wu[s], &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
-            CHECK_OK(pdl ? drv.launchOverlapped(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1, g.smem,
-                                                stream, args, "qlinear_decode_gate_up")
-                         : drv.launch(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1, 1, g.smem,
-                                      stream, args, "qlinear_decode_gate_up"));
-          };
-          CHECK_OK(drv.memsetD8(dy, 0xff, size_t(N) * 2));
-          launch(0);
-          CHECK_OK(drv.synchronize(stream));
-          std::vector<uint16_t> yh(static_cast<size_t>(N));
-          CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
-          double e2 = 0, r2 = 0;
-          for (int i = 0; i < 64; ++i) {
-            const int64_t n = i * (N - 1) / 63;
-            const float *gr = poolF.data() + (n % pool) * K,
-                        *ur = poolF.data() + ((n + 7) % pool) * K;
-            double sg = 0, su = 0;
-            for (int64_t k = 0; k < K; ++k) {
-              sg += double(gr[k]) * xf[size_t(k)];
-              su += double(ur[k]) * xf[size_t(k)];
+          for (int forced : splitChoices) {
+            glm5rt::launch::MoeDecodeGrid g =
+                glm5rt::launch::moeDecodeGrid(gp, true, sizing.smCount, 1, 1, N, K, 0, forced);
+            g.smem = static_cast<unsigned>(launchSmem);
+            cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
+            CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+            CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+            CHECK_OK(drv.malloc(&dy, size_t(N) * 2, "h"));
+            CHECK_OK(
+                drv.malloc(&ws, size_t(std::max<int64_t>(g.workspaceBytes, 4)), "workspace"));
+            CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(g.counters, 1)) * 4, "counters"));
+            CHECK_OK(drv.memsetD8(cnt, 0, size_t(std::max<int64_t>(g.counters, 1)) * 4));
+            int Ni = static_cast<int>(N), Ki = static_cast<int>(K), kps = g.kPerSplit;
+            auto launch = [&](size_t s) {
+              void *args[] = {&w[s], &wu[s], &dx, &dy, &ws, &cnt, &Ni, &Ki, &kps};
+              CHECK_OK(pdl ? drv.launchOverlapped(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1,
+                                                  g.smem, stream, args, "qlinear_decode_gate_up")
+                           : drv.launch(fn, g.gridX, g.gridY, g.gridZ, g.threads, 1, 1, g.smem,
+                                        stream, args, "qlinear_decode_gate_up"));
+            };
+            CHECK_OK(drv.memsetD8(dy, 0xff, size_t(N) * 2));
+            launch(0);
+            CHECK_OK(drv.synchronize(stream));
+            std::vector<uint16_t> yh(static_cast<size_t>(N));
+            CHECK_OK(drv.copyToHost(yh.data(), dy, yh.size() * 2));
+            double e2 = 0, r2 = 0;
+            for (int i = 0; i < 64; ++i) {
+              const int64_t n = i * (N - 1) / 63;
+              const float *gr = poolF.data() + (n % pool) * K,
+                          *ur = poolF.data() + ((n + 7) % pool) * K;
+              double sg = 0, su = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                sg += double(gr[k]) * xf[size_t(k)];
+                su += double(ur[k]) * xf[size_t(k)];
+              }
+              const double ref = sg / (1 + std::exp(-sg)) * su;
+              const double got = glm5rt::bf16ToFloat(yh[size_t(n)]);
+              e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
+              r2 += ref * ref;
             }
-            const double ref = sg / (1 + std::exp(-sg)) * su;
-            const double got = glm5rt::bf16ToFloat(yh[size_t(n)]);
-            e2 += std::isfinite(got) ? (got - ref) * (got - ref) : 1e30;
-            r2 += ref * ref;
+            const double err = std::sqrt(e2 / r2);
+            const bool ok = err <= 1e-2;
+            failed |= !ok;
+            Row row{tn, tname, sh.what, K, N, 1, int(g.gridZ), cfg->variant + defineTag,
+                    0,  0,     err,     ok};
+            if (!checkOnly) {
+              row.us =
+                  glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps, launch);
+              row.gbs = double(2 * bytes) / row.us / 1e3;
+            }
+            std::printf("  %-7s %-5s %-11s %5lld -> %-6lld gate_up splits=%-2d rel err %.1e %s",
+                        tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
+                        static_cast<long long>(N), int(g.gridZ), err, ok ? "ok" : "FAILED");
+            if (!checkOnly)
+              std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs,
+                          100.0 * row.gbs / 4230.0);
+            std::printf("\n");
+            rows.push_back(row);
+            for (cu::DevicePtr d : {dx, dy, ws, cnt})
+              (void)drv.free(d);
           }
-          const double err = std::sqrt(e2 / r2);
-          const bool ok = err <= 1e-2;
-          failed |= !ok;
-          Row row{tn, tname, sh.what, K, N, 1, int(g.gridZ), cfg->variant + defineTag,
-                  0,  0,     err,     ok};
-          if (!checkOnly) {
-            row.us = glm5c::bench::timeGraph(drv, stream, static_cast<size_t>(sets), reps, launch);
-            row.gbs = double(2 * bytes) / row.us / 1e3;
-          }
-          std::printf("  %-7s %-5s %-11s %5lld -> %-6lld gate_up splits=%-2d rel err %.1e %s",
-                      tn.c_str(), tname.c_str(), sh.what, static_cast<long long>(K),
-                      static_cast<long long>(N), int(g.gridZ), err, ok ? "ok" : "FAILED");
-          if (!checkOnly)
-            std::printf("  %8.1f us %6.0f GB/s %5.1f%%", row.us, row.gbs, 100.0 * row.gbs / 4230.0);
-          std::printf("\n");
-          rows.push_back(row);
           for (cu::DevicePtr d : wu)
-            (void)drv.free(d);
-          for (cu::DevicePtr d : {dx, dy, ws, cnt})
             (void)drv.free(d);
         }
         for (cu::DevicePtr d : w)

@@ -497,6 +497,8 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
                         "the gate/up kernel %s takes one token, not %" PRId64,
                         f.k->variant()->c_str(), T);
     int F = static_cast<int>(elems(out(0))), H = static_cast<int>(elems(in(0)));
+    // qlinearSplits' load model, not the MoE phases' one-wave rule: for this kernel the latter
+    // lost up to 10% (Q4_K, bench/RESULTS.md 2026-12-02, fifth session).
     const launch::MoeDecodeGrid g = launch::moeDecodeGrid(lp, true, sm, 1, 1, F, H);
     grow(needs_.splitWs, g.workspaceBytes);
     grow(needs_.splitCounters, g.counters * 4);
