@@ -578,14 +578,15 @@ int main(int argc, char **argv) {
           std::vector<uint16_t> xh;
           std::vector<float> xf;
           randomX(rng, static_cast<size_t>(K), xh, xf);
+          cu::DevicePtr dx = 0, dy = 0;
+          CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
+          CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
+          CHECK_OK(drv.malloc(&dy, size_t(N) * 2, "h"));
           for (int forced : splitChoices) {
             glm5rt::launch::MoeDecodeGrid g =
                 glm5rt::launch::moeDecodeGrid(gp, true, sizing.smCount, 1, 1, N, K, 0, forced);
             g.smem = static_cast<unsigned>(launchSmem);
-            cu::DevicePtr dx = 0, dy = 0, ws = 0, cnt = 0;
-            CHECK_OK(drv.malloc(&dx, xh.size() * 2, "x"));
-            CHECK_OK(drv.copyToDevice(dx, xh.data(), xh.size() * 2));
-            CHECK_OK(drv.malloc(&dy, size_t(N) * 2, "h"));
+            cu::DevicePtr ws = 0, cnt = 0;
             CHECK_OK(
                 drv.malloc(&ws, size_t(std::max<int64_t>(g.workspaceBytes, 4)), "workspace"));
             CHECK_OK(drv.malloc(&cnt, size_t(std::max<int64_t>(g.counters, 1)) * 4, "counters"));
@@ -636,10 +637,12 @@ int main(int argc, char **argv) {
                           100.0 * row.gbs / 4230.0);
             std::printf("\n");
             rows.push_back(row);
-            for (cu::DevicePtr d : {dx, dy, ws, cnt})
+            for (cu::DevicePtr d : {ws, cnt})
               (void)drv.free(d);
           }
           for (cu::DevicePtr d : wu)
+            (void)drv.free(d);
+          for (cu::DevicePtr d : {dx, dy})
             (void)drv.free(d);
         }
         for (cu::DevicePtr d : w)

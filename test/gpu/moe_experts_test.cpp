@@ -75,6 +75,8 @@ std::vector<float> compareRows(Reporter &report, const std::string &what,
 struct DecodePath {
   cu::Function gateUp = nullptr, down = nullptr;
   glm5rt::launch::QLinearParams gateParams, downParams;
+  // Each phase kernel's CTAs per SM on this device (the runtime's split rule's input).
+  int gateCtas = 1, downCtas = 1;
   // Split-K counters, zeroed once: every launch must leave them re-armed for the next.
   cu::DevicePtr counters = 0;
 };
@@ -97,6 +99,10 @@ bool loadDecodePath(Context &ctx, Reporter &report, const MoeFfnConfigs &cfgs, D
     }
     (i == 0 ? d->gateUp : d->down) = *f;
     (i == 0 ? d->gateParams : d->downParams) = qlinearLaunchParams(*qs[i]);
+    int &ctas = i == 0 ? d->gateCtas : d->downCtas;
+    Context::check(ctx.drv->occupancy(*f, static_cast<int>(qs[i]->threads),
+                                      static_cast<size_t>(qs[i]->dynamicSmem), &ctas));
+    ctas = std::max(ctas, 1);
   }
   if (!ctx.compileOnly)
     d->counters = ctx.upload(std::vector<uint32_t>(kDecodeCounters, 0u));
@@ -113,15 +119,10 @@ std::vector<uint32_t> runDecodePath(Context &ctx, const DecodePath &d, cu::Devic
                                     int H, int F, bool f32, int splits = 0) {
   const int P = static_cast<int>(ids.size());
   const int sm = ctx.tiles.smCount;
-  int occA = 1, occB = 1;
-  Context::check(ctx.drv->occupancy(d.gateUp, d.gateParams.threads,
-                                    static_cast<size_t>(d.gateParams.dynamicSmem), &occA));
-  Context::check(ctx.drv->occupancy(d.down, d.downParams.threads,
-                                    static_cast<size_t>(d.downParams.dynamicSmem), &occB));
-  const auto a = glm5rt::launch::moeDecodeGrid(d.gateParams, true, sm, P, P, F, H,
-                                               std::max(occA, 1), splits);
-  const auto b = glm5rt::launch::moeDecodeGrid(d.downParams, false, sm, P, P, H, F,
-                                               std::max(occB, 1), splits);
+  const auto a =
+      glm5rt::launch::moeDecodeGrid(d.gateParams, true, sm, P, P, F, H, d.gateCtas, splits);
+  const auto b =
+      glm5rt::launch::moeDecodeGrid(d.downParams, false, sm, P, P, H, F, d.downCtas, splits);
   if (size_t(std::max(a.counters, b.counters)) > kDecodeCounters) {
     std::fprintf(stderr, "moe decode test: %lld split counters, %zu allocated\n",
                  static_cast<long long>(std::max(a.counters, b.counters)), kDecodeCounters);
