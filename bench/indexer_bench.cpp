@@ -4,10 +4,12 @@
 // 4.23 TB/s, after a correctness check against runtime/host on the first set.
 //
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
-//                            [--topk plan|row|multi|cluster] [--stages N] [--define NAME[=V]]
-//                            [--pdl] [--score-ctas N] [--cluster N]
-//                            [--parts] [--trace]
-// --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default);
+//                            [--topk plan|row|multi|cluster|grid] [--stages N]
+//                            [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N]
+//                            [--grid-keys N] [--shapes B:L,...] [--parts] [--trace]
+// --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default;
+// --grid-keys N: topk_grid's keys per CTA, the runtime's by default); --shapes picks shapes of
+// the table (all nine by default);
 // --stages sets the score kernel's ring depth (tuning); --score-ctas sizes the score grid for N
 // CTAs per SM instead of the device's occupancy (tuning; more than the device holds makes more
 // than one wave); --define (repeatable) puts `#define NAME V` before the kernel sources
@@ -15,10 +17,10 @@
 // the one before (programmatic dependent launch); --parts also times the multi-CTA top-k's two
 // launches alone; --trace prints where the top-k's time goes (phase stamps of a traced build,
 // last graph replay).
+#include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "codegen/registry/Indexer.h"
-#include "bench/bench_util.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/host/ops.h"
 #include "runtime/support/half.h"
@@ -39,18 +41,16 @@ namespace {
 using glm5c::bench::Rng;
 using glm5c::bench::splitList;
 
-
 constexpr int kHeads = 32, kDim = 128, kPage = 64, kTopK = 2048;
 constexpr double kPeakGBs = 4230.0;
 // Distinct random key rows; slot i holds pattern row i % kPatternRows (the check rebuilds keys).
 constexpr int kPatternRows = 1 << 17;
 
-
 struct Kernels {
   IndexerScoreConfig sc;
   TopKConfig tk;
   cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr,
-               cluster = nullptr;
+               cluster = nullptr, grid = nullptr;
   cu::Function traceDump = nullptr; // --trace: the traced top-k module's topk_trace_dump
 };
 
@@ -58,7 +58,7 @@ struct Kernels {
 constexpr int kTraceCtas = 4096, kTraceSlots = 8;
 
 std::string gDefines; // --define lines, before every kernel source
-bool gPdl = false;     // --pdl: each kernel after the first of a sequence launched overlapped
+bool gPdl = false;    // --pdl: each kernel after the first of a sequence launched overlapped
 
 cu::Module compile(cu::Driver &drv, const NvrtcCompiler &nvrtc, const std::string &name,
                    const std::string &source, const std::string &arch) {
@@ -108,8 +108,8 @@ Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
   const std::string tsrc =
       (trace ? "#define GLM_TK_TRACE " + std::to_string(kTraceCtas) + "\n" : std::string()) +
       topKSource(k.tk);
-  cu::Module mt = compile(drv, nvrtc, k.tk.variant + "_" + tiles.name + (trace ? "_trace" : ""),
-                          tsrc, arch);
+  cu::Module mt =
+      compile(drv, nvrtc, k.tk.variant + "_" + tiles.name + (trace ? "_trace" : ""), tsrc, arch);
   if (trace)
     CHECK_OK(drv.getFunction(mt, "topk_trace_dump", &k.traceDump));
   CHECK_OK(drv.getFunction(ms, "indexer_score", &k.score));
@@ -124,6 +124,10 @@ Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
   CHECK_OK(drv.setMaxDynamicSmem(
       k.cluster, static_cast<int>(glm5rt::launch::topKClusterSmem(k.tk.clusterKeys)),
       "topk_cluster"));
+  CHECK_OK(drv.getFunction(mt, "topk_grid", &k.grid));
+  CHECK_OK(drv.setMaxDynamicSmem(
+      k.grid, static_cast<int>(glm5rt::launch::topKGridSmem(glm5rt::launch::kTopKGridKeys)),
+      "topk_grid"));
   return k;
 }
 
@@ -178,7 +182,7 @@ void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &patte
   CHECK_OK(drv.malloc(&p.dscores, size_t(p.B) * p.L * 4, "scores"));
   CHECK_OK(drv.malloc(&p.didx, size_t(p.B) * kTopK * 4, "indices"));
   CHECK_OK(drv.malloc(&p.dslots, size_t(p.B) * kTopK * 4, "slots"));
-  if (p.plan.multi()) {
+  if (p.plan.multi() || p.plan.grid) {
     CHECK_OK(drv.malloc(&p.dws, p.plan.workspaceBytes, "top-k workspace"));
     CHECK_OK(drv.memsetD8(p.dws, 0, p.plan.workspaceBytes)); // zero once (topk.cuh invariant)
   }
@@ -220,17 +224,25 @@ void launchHist0(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bo
 void launchTopK(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap,
                 int parts = 0) {
   int ld = p.L, nCols = p.L, kk = kTopK, btStride = p.pagesPerSeq, rps = 1;
+  if (p.plan.grid > 0) {
+    void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos, &kk,   &p.didx,
+                    &p.dslots,  &p.dtable, &btStride, &rps,    &p.dws};
+    const unsigned smem =
+        static_cast<unsigned>(glm5rt::launch::topKGridLaunchSmem(p.L, p.plan.grid));
+    CHECK_OK(launchK(drv, k.grid, static_cast<unsigned>(p.plan.grid), p.B, k.tk.threads, smem, s,
+                     args, "topk_grid", overlap));
+    return;
+  }
   if (p.plan.cluster > 0) {
     void *args[] = {&p.dscores, &ld,       &nCols,    &p.dpos,   &kk,
                     &p.didx,    &p.dslots, &p.dtable, &btStride, &rps};
     const unsigned c = static_cast<unsigned>(p.plan.cluster);
     const unsigned smem =
         static_cast<unsigned>(glm5rt::launch::topKClusterLaunchSmem(p.L, p.plan.cluster));
-    CHECK_OK(gPdl && overlap
-                 ? drv.launchOverlapped(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s, args,
-                                        "topk_cluster")
-                 : drv.launchClustered(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s, args,
-                                       "topk_cluster"));
+    CHECK_OK(gPdl && overlap ? drv.launchOverlapped(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s,
+                                                    args, "topk_cluster")
+                             : drv.launchClustered(k.cluster, c, p.B, 1, k.tk.threads, c, smem, s,
+                                                   args, "topk_cluster"));
     return;
   }
   if (!p.plan.multi()) {
@@ -333,8 +345,9 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
 // and last CTA start, last ticket and last end; the finishing CTAs' phases (medians over the
 // rows). topk_row with the row in registers (8K positions): each phase, medians over the CTAs.
 void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream s) {
-  const int ctas = std::min(p.plan.multi()     ? p.plan.segments * p.B
+  const int ctas = std::min(p.plan.multi()   ? p.plan.segments * p.B
                             : p.plan.cluster ? p.plan.cluster * p.B
+                            : p.plan.grid    ? p.plan.grid * p.B
                                              : p.B,
                             kTraceCtas);
   const size_t n = size_t(3) * kTraceCtas * kTraceSlots;
@@ -349,6 +362,29 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
   auto at = [&](int launch, int c, int slot) {
     return t[(size_t(launch) * kTraceCtas + c) * kTraceSlots + slot];
   };
+  if (p.plan.grid) { // topk_grid with the list after pass 0 (the decode rows): phases per CTA
+    const int order[] = {0, 1, 2, 6, 7, 5};
+    const char *rn[] = {"keys loaded", "pass 0 selected", "counts + barrier", "list passes",
+                        "positions written"};
+    unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
+    std::vector<std::vector<double>> ph(5);
+    for (int c = 0; c < ctas; ++c) {
+      first = std::min(first, at(2, c, 0));
+      lastStart = std::max(lastStart, at(2, c, 0));
+      lastEnd = std::max(lastEnd, at(2, c, 5));
+      for (int i = 0; i < 5; ++i)
+        ph[i].push_back((double(at(2, c, order[i + 1])) - double(at(2, c, order[i]))) * 1e-3);
+    }
+    std::printf("    trace topk_grid: starts %.2f .. %.2f us, last end %.2f\n", 0.0,
+                (double(lastStart) - double(first)) * 1e-3,
+                (double(lastEnd) - double(first)) * 1e-3);
+    for (int i = 0; i < 5; ++i) {
+      std::sort(ph[i].begin(), ph[i].end());
+      std::printf("    topk_grid %-18s +%.2f us (median of %d CTAs; max %.2f)\n", rn[i],
+                  ph[i][ph[i].size() / 2], ctas, ph[i].back());
+    }
+    return;
+  }
   if (!p.plan.multi()) { // topk_row, topk_cluster: phases per CTA, medians and maxima
     const char *kn = p.plan.cluster ? "topk_cluster" : "topk_row";
     const char *rn[] = {"keys loaded", "pass 0 selected", "pass 1 selected", "pass 2 selected",
@@ -439,6 +475,8 @@ int main(int argc, char **argv) {
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
   int scoreCtas = 0;             // --score-ctas: the score grid's CTAs per SM (0: the device's)
   int forcedCluster = 8;         // --cluster: CTAs per row of a forced topk_cluster
+  int64_t gridKeys = glm5rt::launch::kTopKGridTargetKeys; // --grid-keys: forced topk_grid's
+  std::vector<std::pair<int, int>> shapes;                // --shapes (empty: all nine)
   std::vector<std::string> tileNames = {"sm_120a", "sm_90"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -452,7 +490,8 @@ int main(int argc, char **argv) {
       trace = true;
     else if (a == "--topk" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
-              std::string(argv[i + 1]) == "multi" || std::string(argv[i + 1]) == "cluster"))
+              std::string(argv[i + 1]) == "multi" || std::string(argv[i + 1]) == "cluster" ||
+              std::string(argv[i + 1]) == "grid"))
       topkMode = argv[++i];
     else if (a == "--stages" && i + 1 < argc)
       stagesOverride = glm5c::bench::optionInt("--stages", argv[++i], 2, 16);
@@ -460,7 +499,21 @@ int main(int argc, char **argv) {
       scoreCtas = glm5c::bench::optionInt("--score-ctas", argv[++i], 1, 64);
     else if (a == "--cluster" && i + 1 < argc)
       forcedCluster = glm5c::bench::optionInt("--cluster", argv[++i], 1, 8);
-    else if (a == "--reps" && i + 1 < argc)
+    else if (a == "--grid-keys" && i + 1 < argc)
+      gridKeys =
+          glm5c::bench::optionInt("--grid-keys", argv[++i], 4, glm5rt::launch::kTopKGridKeys);
+    else if (a == "--shapes" && i + 1 < argc) {
+      for (const std::string &s : splitList(argv[++i])) {
+        const size_t c = s.find(':');
+        if (c == std::string::npos) {
+          std::fprintf(stderr, "--shapes wants B:L pairs, got '%s'\n", s.c_str());
+          return 2;
+        }
+        shapes.emplace_back(
+            glm5c::bench::optionInt("--shapes", s.substr(0, c).c_str(), 1, 1024),
+            glm5c::bench::optionInt("--shapes", s.substr(c + 1).c_str(), 1, 1 << 24));
+      }
+    } else if (a == "--reps" && i + 1 < argc)
       reps = glm5c::bench::optionInt("--reps", argv[++i], 1, 1000000);
     else if (a == "--define" && i + 1 < argc)
       gDefines += glm5c::bench::defineLine(argv[++i]);
@@ -473,13 +526,12 @@ int main(int argc, char **argv) {
         p = c == std::string::npos ? list.size() + 1 : c + 1;
       }
     } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
-          "[--topk plan|row|multi|cluster] "
-          "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N] [--parts] "
-          "[--trace]\n",
-          argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
+                   "[--topk plan|row|multi|cluster|grid] "
+                   "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N] "
+                   "[--grid-keys N] [--shapes B:L,...] [--parts] [--trace]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -512,82 +564,98 @@ int main(int argc, char **argv) {
     CHECK_OK(drv.occupancy(k.score, k.sc.threads, static_cast<size_t>(k.sc.dynamicSmem),
                            &scoreOnDevice.ctasPerSm));
     scoreOnDevice.ctasPerSm = scoreCtas > 0 ? scoreCtas : std::max(scoreOnDevice.ctasPerSm, 1);
-    for (int B : {1, 8, 32})
-      for (int L : {8192, 32768, 131072}) {
-        double keyBytes = double(B) * L * kDim * 2;
-        int sets = checkOnly ? 1 : std::clamp(static_cast<int>(std::ceil(256e6 / keyBytes)), 1, 16);
-        std::vector<Problem> ps(sets);
-        for (int si = 0; si < sets; ++si) {
-          ps[si].B = B;
-          ps[si].L = L;
-          ps[si].chunk = indexerScoreChunk(scoreOnDevice, plans, B, L);
-          int resident = 0; // as the runtime asks: clusters of 8 held at once at this size
-          const size_t csmem = static_cast<size_t>(glm5rt::launch::topKClusterLaunchSmem(L, 8));
-          if (!drv.clusterOccupancy(k.cluster, 8, k.tk.threads, csmem, 8, &resident).isOk())
-            resident = 0;
-          ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK, resident);
-          if (topkMode == "row") {
-            ps[si].plan = TopKPlan{};
-          } else if (topkMode == "cluster") {
-            ps[si].plan = TopKPlan{};
-            const int c = forcedCluster;
-            ps[si].plan.cluster = (L + c - 1) / c <= k.tk.clusterKeys ? c : 0;
-          } else if (topkMode == "multi" && !ps[si].plan.multi()) {
-            ps[si].plan.cluster = 0;
-            ps[si].plan.segmentLen = topKSegmentLen(k.tk, plans, B, L);
-            ps[si].plan.segments = (L + ps[si].plan.segmentLen - 1) / ps[si].plan.segmentLen;
-            ps[si].plan.workspaceBytes = topKWorkspaceBytes(B, L);
-          }
-          makeProblem(drv, ps[si], pattern, 1000 + si);
+    // As the runtime: topk_grid CTAs the device holds at once at its largest shared memory.
+    int gridPerSm = 0;
+    CHECK_OK(drv.occupancy(
+        k.grid, k.tk.threads,
+        static_cast<size_t>(glm5rt::launch::topKGridSmem(glm5rt::launch::kTopKGridKeys)),
+        &gridPerSm));
+    const int gridResident = gridPerSm * plans.smCount;
+    std::vector<std::pair<int, int>> todo = shapes;
+    if (todo.empty())
+      for (int B : {1, 8, 32})
+        for (int L : {8192, 32768, 131072})
+          todo.emplace_back(B, L);
+    for (const auto &[B, L] : todo) {
+      double keyBytes = double(B) * L * kDim * 2;
+      int sets = checkOnly ? 1 : std::clamp(static_cast<int>(std::ceil(256e6 / keyBytes)), 1, 16);
+      std::vector<Problem> ps(sets);
+      for (int si = 0; si < sets; ++si) {
+        ps[si].B = B;
+        ps[si].L = L;
+        ps[si].chunk = indexerScoreChunk(scoreOnDevice, plans, B, L);
+        int resident = 0; // as the runtime asks: clusters of 8 held at once at this size
+        const size_t csmem = static_cast<size_t>(glm5rt::launch::topKClusterLaunchSmem(L, 8));
+        if (!drv.clusterOccupancy(k.cluster, 8, k.tk.threads, csmem, 8, &resident).isOk())
+          resident = 0;
+        ps[si].plan = topKPlan(k.tk, plans, B, L, kTopK, resident, gridResident);
+        if (topkMode == "grid") {
+          ps[si].plan = TopKPlan{};
+          ps[si].plan.grid = glm5rt::launch::topKGridCtas(B, L, gridKeys, gridResident);
+          ps[si].plan.workspaceBytes = glm5rt::launch::topKGridWorkspaceBytes(B);
+        } else if (topkMode == "row") {
+          ps[si].plan = TopKPlan{};
+        } else if (topkMode == "cluster") {
+          ps[si].plan = TopKPlan{};
+          const int c = forcedCluster;
+          ps[si].plan.cluster = (L + c - 1) / c <= k.tk.clusterKeys ? c : 0;
+        } else if (topkMode == "multi" && !ps[si].plan.multi()) {
+          ps[si].plan.cluster = ps[si].plan.grid = 0;
+          ps[si].plan.segmentLen = topKSegmentLen(k.tk, plans, B, L);
+          ps[si].plan.segments = (L + ps[si].plan.segmentLen - 1) / ps[si].plan.segmentLen;
+          ps[si].plan.workspaceBytes = topKWorkspaceBytes(B, L);
         }
-        CheckResult cr = check(drv, k, ps[0], pattern, stream);
-        bool ok = cr.scoreErr <= 1e-2 && cr.topkMismatch == 0 && cr.slotMismatch == 0;
-        failed |= !ok;
-        std::printf("  check %-8s B=%-2d L=%-6d score rel err %.2e, top-k mismatches %lld, slot "
-                    "mismatches %lld, first-bin candidates <= %lld  %s\n",
-                    tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch, cr.maxCand,
-                    ok ? "ok" : "FAILED");
-        if (!checkOnly) {
-          double tScore =
-              timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchScore(drv, k, p, stream); });
-          double tTopK = timeGraph(drv, stream, ps, reps,
-                                   [&](Problem &p) { launchTopK(drv, k, p, stream, false); });
-          double tBoth = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
-            launchScore(drv, k, p, stream);
-            launchTopK(drv, k, p, stream, true);
-          });
-          if (parts && ps[0].plan.multi()) {
-            double tH = timeGraph(drv, stream, ps, reps,
-                                  [&](Problem &p) { launchTopK(drv, k, p, stream, false, 1); });
-            for (Problem &p : ps) // every set's workspace holds its b0 for collect alone
-              launchHist0(drv, k, p, stream, false);
-            double tC = timeGraph(drv, stream, ps, reps,
-                                  [&](Problem &p) { launchTopK(drv, k, p, stream, false, 2); });
-            std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(),
-                        B, L, tH, tC);
-          }
-          if (trace && (ps[0].plan.multi() || ps[0].plan.cluster || L <= 8192)) {
-            double tT = timeGraph(drv, stream, ps, 3,
-                                  [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
-            std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's "
-                        "launches)\n",
-                        tn.c_str(), B, L, tT);
-            printTrace(drv, kt, ps.back(), stream);
-          }
-          double floorUs = keyBytes / (kPeakGBs * 1e3);
-          std::string mode = ps[0].plan.cluster ? "cluster x" + std::to_string(ps[0].plan.cluster)
-                             : ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
-                                                  : std::string("row");
-          char line[256];
-          std::snprintf(line, sizeof line,
-                        "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s",
-                        tn.c_str(), B, L, ps[0].chunk, mode.c_str(), tScore, tTopK, tBoth, floorUs,
-                        tBoth / floorUs, keyBytes / tScore / 1e3, ok ? "" : "  (check FAILED)");
-          table.push_back(line);
-        }
-        for (Problem &p : ps)
-          freeProblem(drv, p);
+        makeProblem(drv, ps[si], pattern, 1000 + si);
       }
+      CheckResult cr = check(drv, k, ps[0], pattern, stream);
+      bool ok = cr.scoreErr <= 1e-2 && cr.topkMismatch == 0 && cr.slotMismatch == 0;
+      failed |= !ok;
+      std::printf("  check %-8s B=%-2d L=%-6d score rel err %.2e, top-k mismatches %lld, slot "
+                  "mismatches %lld, first-bin candidates <= %lld  %s\n",
+                  tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch, cr.maxCand,
+                  ok ? "ok" : "FAILED");
+      if (!checkOnly) {
+        double tScore =
+            timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchScore(drv, k, p, stream); });
+        double tTopK = timeGraph(drv, stream, ps, reps,
+                                 [&](Problem &p) { launchTopK(drv, k, p, stream, false); });
+        double tBoth = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
+          launchScore(drv, k, p, stream);
+          launchTopK(drv, k, p, stream, true);
+        });
+        if (parts && ps[0].plan.multi()) {
+          double tH = timeGraph(drv, stream, ps, reps,
+                                [&](Problem &p) { launchTopK(drv, k, p, stream, false, 1); });
+          for (Problem &p : ps) // every set's workspace holds its b0 for collect alone
+            launchHist0(drv, k, p, stream, false);
+          double tC = timeGraph(drv, stream, ps, reps,
+                                [&](Problem &p) { launchTopK(drv, k, p, stream, false, 2); });
+          std::printf("  parts %-8s B=%-2d L=%-6d hist0 %.1f us, collect %.1f us\n", tn.c_str(), B,
+                      L, tH, tC);
+        }
+        if (trace && (ps[0].plan.multi() || ps[0].plan.cluster || ps[0].plan.grid || L <= 8192)) {
+          double tT = timeGraph(drv, stream, ps, 3,
+                                [&](Problem &p) { launchTopK(drv, kt, p, stream, false); });
+          std::printf("  trace %-8s B=%-2d L=%-6d (traced top-k %.1f us; the last set's "
+                      "launches)\n",
+                      tn.c_str(), B, L, tT);
+          printTrace(drv, kt, ps.back(), stream);
+        }
+        double floorUs = keyBytes / (kPeakGBs * 1e3);
+        std::string mode = ps[0].plan.grid      ? "grid x" + std::to_string(ps[0].plan.grid)
+                           : ps[0].plan.cluster ? "cluster x" + std::to_string(ps[0].plan.cluster)
+                           : ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
+                                                : std::string("row");
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s", tn.c_str(),
+                      B, L, ps[0].chunk, mode.c_str(), tScore, tTopK, tBoth, floorUs,
+                      tBoth / floorUs, keyBytes / tScore / 1e3, ok ? "" : "  (check FAILED)");
+        table.push_back(line);
+      }
+      for (Problem &p : ps)
+        freeProblem(drv, p);
+    }
   }
   if (!table.empty()) {
     std::printf("\n  %-8s %3s %7s %6s %-10s %9s %9s %9s %8s %7s %7s\n", "tiles", "B", "L", "chunk",

@@ -30,8 +30,12 @@
 // topk_cluster: one launch, a thread-block cluster of CTAs per row, each holding a segment's keys
 // in shared memory; pass 0's digit comes from the cluster's summed histograms read through
 // distributed shared memory, and passes 1 and 2 either the same way or, when the cluster's keys
-// in pass 0's bin are few, from those keys gathered into every CTA (see its section at the end
-// of this file).
+// in pass 0's bin are few, from those keys gathered into every CTA (see its section below).
+//
+// topk_grid: one launch, many CTAs per row meeting at barriers in global memory (every CTA
+// resident at once), each a segment in shared memory; the digits come from global histograms,
+// and once a pass's bin is small its keys go to a list every CTA finishes alone (its section at
+// the end of this file).
 //
 // Instantiation constants: GLM_PAGE (positions per cache page, a power of two),
 // GLM_TOPK_THREADS (threads of every entry, a power of two in 64..1024), GLM_TOPK_CACHE,
@@ -1408,6 +1412,52 @@ __device__ __forceinline__ void glm_tk_run_emit(const uint32_t *keys, int len, u
   }
 }
 
+// A segment's keys into shared memory (`keys`, room for len rounded up to 4) and pass 0's
+// histogram of them into `hist0` (zeroed), as the scores arrive: 16-byte loads when the
+// segment start s0 is 16-byte aligned, each lane 4 consecutive positions, GLM_TK_CL_LOADS loads
+// in flight per lane. topk_cluster's and topk_grid's first read of their segment.
+__device__ __forceinline__ void glm_tk_seg_load(const float *s0, int len, uint32_t *keys,
+                                                uint32_t *hist0) {
+  const int tid = threadIdx.x, lane = tid % 32;
+  const bool vec = (reinterpret_cast<unsigned long long>(s0) & 15) == 0;
+  constexpr int kB = GLM_TK_CL_LOADS;
+  const int step = 4 * GLM_TOPK_THREADS * kB;
+  for (int base = 4 * (tid - lane); base < len; base += step) { // warp-uniform bounds
+    float4 v[kB];
+#pragma unroll
+    for (int u = 0; u < kB; ++u) {
+      const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
+      if (vec && i + 4 <= len) {
+        v[u] = *reinterpret_cast<const float4 *>(s0 + i);
+      } else {
+        v[u].x = i < len ? s0[i] : 0.f;
+        v[u].y = i + 1 < len ? s0[i + 1] : 0.f;
+        v[u].z = i + 2 < len ? s0[i + 2] : 0.f;
+        v[u].w = i + 3 < len ? s0[i + 3] : 0.f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kB; ++u) {
+      const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
+      const uint4 kk = make_uint4(glm_tk_key(v[u].x), glm_tk_key(v[u].y), glm_tk_key(v[u].z),
+                                  glm_tk_key(v[u].w));
+      if (i < len) // seg is a multiple of 4 and keys has room for it: a whole uint4 fits
+        *reinterpret_cast<uint4 *>(keys + i) = kk;
+      // Plain shared-memory atomics: glm_tk_hist_add's equal-bin check (a vote, a shuffle and
+      // a branch per key) was the largest part of this loop in a profile (1 x 128K); a row of
+      // equal scores only serializes these atomics.
+      if (i < len)
+        atomicAdd(&hist0[kk.x >> 21], 1u);
+      if (i + 1 < len)
+        atomicAdd(&hist0[kk.y >> 21], 1u);
+      if (i + 2 < len)
+        atomicAdd(&hist0[kk.z >> 21], 1u);
+      if (i + 3 < len)
+        atomicAdd(&hist0[kk.w >> 21], 1u);
+    }
+  }
+}
+
 // One row per cluster; scores, positions, outputs and block table as in topk_row. Registers for
 // two CTAs per SM, so that twice as many rows' clusters are resident (a lone row's cluster is
 // spread one CTA per SM all the same: bench/RESULTS.md 2026-12-02, fourth session).
@@ -1463,48 +1513,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   if (tid == 0)
     misc[4] = misc[6] = 0; // pass 0's collect counts (the candidates or gathered keys; above)
   __syncthreads();
-  // Pass 0 as the keys arrive: 16-byte loads when the segment start is 16-byte aligned, each
-  // lane 4 consecutive positions, GLM_TK_CL_LOADS loads in flight per lane.
-  {
-    const float *s0 = src + lo;
-    const bool vec = (reinterpret_cast<unsigned long long>(s0) & 15) == 0;
-    constexpr int kB = GLM_TK_CL_LOADS;
-    const int step = 4 * GLM_TOPK_THREADS * kB;
-    for (int base = 4 * (tid - lane); base < len; base += step) { // warp-uniform bounds
-      float4 v[kB];
-#pragma unroll
-      for (int u = 0; u < kB; ++u) {
-        const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
-        if (vec && i + 4 <= len) {
-          v[u] = *reinterpret_cast<const float4 *>(s0 + i);
-        } else {
-          v[u].x = i < len ? s0[i] : 0.f;
-          v[u].y = i + 1 < len ? s0[i + 1] : 0.f;
-          v[u].z = i + 2 < len ? s0[i + 2] : 0.f;
-          v[u].w = i + 3 < len ? s0[i + 3] : 0.f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kB; ++u) {
-        const int i = base + 4 * (u * GLM_TOPK_THREADS + lane);
-        const uint4 kk = make_uint4(glm_tk_key(v[u].x), glm_tk_key(v[u].y), glm_tk_key(v[u].z),
-                                    glm_tk_key(v[u].w));
-        if (i < len) // seg is a multiple of 4 and keys has room for it: a whole uint4 fits
-          *reinterpret_cast<uint4 *>(keys + i) = kk;
-        // Plain shared-memory atomics: glm_tk_hist_add's equal-bin check (a vote, a shuffle and
-        // a branch per key) was the largest part of this loop in a profile (1 x 128K); a row of
-        // equal scores only serializes these atomics.
-        if (i < len)
-          atomicAdd(&hist0[kk.x >> 21], 1u);
-        if (i + 1 < len)
-          atomicAdd(&hist0[kk.y >> 21], 1u);
-        if (i + 2 < len)
-          atomicAdd(&hist0[kk.z >> 21], 1u);
-        if (i + 3 < len)
-          atomicAdd(&hist0[kk.w >> 21], 1u);
-      }
-    }
-  }
+  glm_tk_seg_load(src + lo, len, keys, hist0);
   GLM_TK_STAMP(2, 1);
   // Pass p: this CTA's histogram complete (barrier), its coarse sums, the cluster barrier that
   // publishes both, then the select over the cluster's sums.
@@ -1638,4 +1647,301 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   glm_tk_warp_emit(nullptr, keys, wlo, whi, kth, need, gt0, eq0, out, sout, bt, lo);
   GLM_TK_STAMP(2, 5);
   glm_cluster_wait();
+}
+
+// ---- topk_grid: one launch, G CTAs per row (grid (G, T)) that meet at barriers in global
+// memory instead of in a cluster, so a lone long row spreads over many SMs (topk_cluster holds
+// it on 8: at 128K positions its per-key passes over 16K keys per CTA were most of its time).
+// The launch must have every CTA resident at once (launch::topKGridCtas sizes it so); a barrier
+// that never completes traps after 2^24 polls rather than hang.
+// CTA c of row t keeps the keys of causal positions [c seg, (c + 1) seg), seg = ceil(n / G)
+// rounded up to 4, in shared memory, with its pass-0 histogram. Pass p (from 0): each CTA adds
+// its nonzero bins to the row's global histogram p, a row barrier, and every CTA selects the
+// same digit from the same global counts. After the first pass whose bin holds at most
+// GLM_TK_GR_CANDS keys (or after pass 2, when the bin is one key value), each CTA publishes its
+// counts above and in the bin and appends its keys of the bin with their positions to the row's
+// list; after a second barrier every CTA reads the list, finishes the remaining passes on it
+// alone (the same K* and `need` everywhere), counts the lower CTAs' selected keys from their
+// published counts and the list's positions, and emits its segment in position order (the run
+// emit). So a row costs two barriers in the common case and at most four; decisions come from
+// integer counts only: deterministic.
+// Workspace per row, GLM_TK_GR_WS_ROW uint32 (launch::topKGridWorkspaceBytes): the three global
+// histograms, the barrier's arrivals and departures, the list's ticket, per-CTA counts, the list.
+// Invariant: histograms, arrivals, departures and ticket are zero whenever no launch runs (zero
+// the workspace once at allocation): after the last barrier every CTA zeroes its share of the
+// histograms (all were read before it), and the last CTA to depart resets the counters.
+// Dynamic shared memory: GLM_TK_GR_FIXED + 4 * keys, keys >= seg (the kernel traps on less).
+#define GLM_TK_GR_CANDS 4096
+#define GLM_TK_GR_MAX_CTAS 256
+#define GLM_TK_GR_ARRIVE 5120 // after the histograms' 2048 + 2048 + 1024 bins
+#define GLM_TK_GR_DEPART 5121
+#define GLM_TK_GR_TICKET 5122
+#define GLM_TK_GR_COUNTS 5124 // (above the bin, in the bin) per CTA
+#define GLM_TK_GR_LIST (GLM_TK_GR_COUNTS + 2 * GLM_TK_GR_MAX_CTAS) // (key, position) pairs
+#define GLM_TK_GR_WS_ROW (GLM_TK_GR_LIST + 2 * GLM_TK_GR_CANDS)
+static_assert(GLM_TK_GR_WS_ROW == 13828, "runtime/launch topKGridWorkspaceBytes mirrors this");
+// Shared memory: the pass histogram (then the global one's copy), the list's passes 1 and 2,
+// scratch, the list's keys and positions, then the segment's keys.
+#define GLM_TK_GR_HIST12 (GLM_TK_BINS * 4)
+#define GLM_TK_GR_SCRATCH (GLM_TK_GR_HIST12 + (GLM_TK_BINS + 1024) * 4)
+#define GLM_TK_GR_CKEY (GLM_TK_GR_SCRATCH + GLM_TK_SCRATCH * 4)
+#define GLM_TK_GR_CPOS (GLM_TK_GR_CKEY + GLM_TK_GR_CANDS * 4)
+#define GLM_TK_GR_FIXED (GLM_TK_GR_CPOS + GLM_TK_GR_CANDS * 4)
+static_assert(GLM_TK_GR_FIXED == 53760, "runtime/launch topKGridSmem mirrors this layout");
+
+// The row's barrier: this CTA's arrival (publishing every thread's earlier global writes), then
+// the wait until `target` arrivals (the barrier's ordinal times G). A call: once per barrier.
+__device__ __noinline__ void glm_tk_grid_barrier(unsigned *arrive, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    glm_red_add_release_gpu(arrive, 1u);
+    for (unsigned polls = 0; glm_ld_acquire_gpu(arrive) < target;)
+      if (++polls == (1u << 24))
+        __trap();
+  }
+  __syncthreads(); // thread 0's acquire orders every thread's reads after it
+}
+
+extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
+    topk_grid(const float *__restrict__ scores, int ld, int n_cols,
+              const int32_t *__restrict__ positions, int k, int32_t *__restrict__ indices,
+              int32_t *__restrict__ slots, const int32_t *__restrict__ block_table, int bt_stride,
+              int rows_per_seq, uint32_t *__restrict__ ws) {
+  glm_grid_chain();
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint32_t *hist = reinterpret_cast<uint32_t *>(smem);
+  uint32_t *hist12 = reinterpret_cast<uint32_t *>(smem + GLM_TK_GR_HIST12);
+  uint32_t *scratch = reinterpret_cast<uint32_t *>(smem + GLM_TK_GR_SCRATCH);
+  uint32_t *ckey = reinterpret_cast<uint32_t *>(smem + GLM_TK_GR_CKEY);
+  int32_t *cpos = reinterpret_cast<int32_t *>(smem + GLM_TK_GR_CPOS);
+  uint32_t *keys = reinterpret_cast<uint32_t *>(smem + GLM_TK_GR_FIXED);
+  uint32_t *misc = scratch + GLM_TK_MISC;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int G = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
+  const int row = blockIdx.y;
+  int32_t *out = indices + static_cast<long long>(row) * k;
+  int32_t *sout = slots ? slots + static_cast<long long>(row) * k : nullptr;
+  const int32_t *bt =
+      slots ? block_table + static_cast<long long>(row / rows_per_seq) * bt_stride : nullptr;
+  const float *src = scores + static_cast<long long>(row) * ld;
+  uint32_t *rws = ws + static_cast<long long>(row) * GLM_TK_GR_WS_ROW;
+  GLM_TK_STAMP(2, 0);
+  const int n = glm_tk_candidates(positions[row], n_cols);
+  if (n <= k) {
+    // The whole row takes this branch: no barrier. CTA c writes output entries [c q, (c + 1) q).
+    const int q = (k + G - 1) / G;
+    for (int j = c * q + tid; j < min(k, (c + 1) * q); j += GLM_TOPK_THREADS) {
+      out[j] = j < n ? j : -1;
+      if (sout)
+        sout[j] = j < n ? glm_tk_slot(bt, j) : -1;
+    }
+    return;
+  }
+  const int seg = ((n + G - 1) / G + 3) & ~3;
+  if (G > GLM_TK_GR_MAX_CTAS || GLM_TK_GR_FIXED + 4u * static_cast<uint32_t>(seg) >
+                                    glm_dynamic_smem_size())
+    __trap(); // more CTAs than count slots, or shared memory sized for fewer columns
+  const int lo = min(n, c * seg), len = min(n, lo + seg) - lo;
+  for (int b = tid; b < GLM_TK_BINS; b += GLM_TOPK_THREADS)
+    hist[b] = 0;
+  if (tid < 8)
+    misc[tid] = 0; // misc[4..7]: this CTA's counts and the list's counts below its segment
+                   // (misc[8]: the CTA's place on the list)
+  __syncthreads();
+  glm_tk_seg_load(src + lo, len, keys, hist);
+  GLM_TK_STAMP(2, 1);
+
+  // Global passes until the bin is small enough for the list (or fully resolved).
+  uint32_t prefix = 0, remaining = static_cast<uint32_t>(k), cnt = 0;
+  int p = 0;
+#pragma unroll 1
+  for (;; ++p) {
+    const int nbins = glm_tk_nbins(p);
+    uint32_t *hg = rws + (p == 0 ? 0 : p == 1 ? GLM_TK_BINS : 2 * GLM_TK_BINS);
+    if (p > 0) { // this pass's histogram of the keys matching the prefix
+      for (int b = tid; b < nbins; b += GLM_TOPK_THREADS)
+        hist[b] = 0;
+      __syncthreads();
+      const int shift = glm_tk_shift(p);
+      const uint32_t himask = glm_tk_himask(p);
+      for (int i = tid; i < len; i += GLM_TOPK_THREADS) {
+        const uint32_t kk = keys[i];
+        if ((kk & himask) == prefix)
+          atomicAdd(&hist[(kk >> shift) & static_cast<uint32_t>(nbins - 1)], 1u);
+      }
+    }
+    __syncthreads();
+    for (int b = tid; b < nbins; b += GLM_TOPK_THREADS) {
+      const uint32_t v = hist[b];
+      if (v)
+        atomicAdd(&hg[b], v);
+    }
+    glm_tk_grid_barrier(rws + GLM_TK_GR_ARRIVE, static_cast<unsigned>((p + 1) * G));
+    { // the global counts, every load in flight before the first store (a round trip each)
+      constexpr int kPer = GLM_TK_BINS / GLM_TOPK_THREADS;
+      uint32_t v[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int b = u * GLM_TOPK_THREADS + tid;
+        v[u] = b < nbins ? glm_ld_cg(hg + b) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < kPer; ++u)
+        if (u * GLM_TOPK_THREADS + tid < nbins)
+          hist[u * GLM_TOPK_THREADS + tid] = v[u];
+    }
+    __syncthreads();
+    glm_tk_select(hist, nbins, remaining, scratch, misc); // ends with a barrier
+    GLM_TK_STAMP(2, 2 + p);
+    const uint32_t d = misc[0];
+    prefix |= d << glm_tk_shift(p);
+    remaining -= misc[1];
+    cnt = hist[d];
+    __syncthreads(); // every thread has read hist and misc before they are rewritten
+    if (cnt <= GLM_TK_GR_CANDS || p == 2)
+      break;
+  }
+  // The bin: keys whose bits resolved so far (mask) equal prefix; cnt of them in the row.
+  const uint32_t mask = p == 0 ? 0xffe00000u : p == 1 ? 0xfffffc00u : 0xffffffffu;
+  const bool list = cnt <= GLM_TK_GR_CANDS;
+  {
+    // This CTA's keys of the bin are staged in the list's shared buffers (at most cnt of them),
+    // then go to the row's list at one ticket: a global round trip per CTA, not per warp batch.
+    uint32_t above = 0;
+    for (int i0 = 32 * warp; i0 < len; i0 += GLM_TOPK_THREADS) { // warp-uniform
+      const int i = i0 + lane;
+      const uint32_t kk = i < len ? keys[i] & mask : 0u;
+      const bool valid = i < len, match = valid && kk == prefix;
+      above += valid && kk > prefix;
+      const uint32_t bm = __ballot_sync(0xffffffffu, match);
+      if (bm) {
+        uint32_t at = 0;
+        if (lane == 0)
+          at = atomicAdd(&misc[5], static_cast<uint32_t>(__popc(bm)));
+        at = __shfl_sync(0xffffffffu, at, 0) + __popc(bm & ((1u << lane) - 1u));
+        if (list && match && at < GLM_TK_GR_CANDS) {
+          ckey[at] = keys[i];
+          cpos[at] = lo + i;
+        }
+      }
+    }
+    above = __reduce_add_sync(0xffffffffu, above);
+    if (lane == 0 && above)
+      atomicAdd(&misc[4], above);
+    __syncthreads();
+    const uint32_t in = misc[5];
+    if (tid == 0) {
+      *reinterpret_cast<uint2 *>(rws + GLM_TK_GR_COUNTS + 2 * c) = make_uint2(misc[4], in);
+      if (list && in)
+        misc[8] = atomicAdd(rws + GLM_TK_GR_TICKET, in);
+    }
+    if (list && in) {
+      __syncthreads();
+      uint2 *dst = reinterpret_cast<uint2 *>(rws + GLM_TK_GR_LIST) + misc[8];
+      for (int j = tid; j < static_cast<int>(in); j += GLM_TOPK_THREADS)
+        if (misc[8] + j < GLM_TK_GR_CANDS)
+          dst[j] = make_uint2(ckey[j], static_cast<uint32_t>(cpos[j]));
+    }
+  }
+  glm_tk_grid_barrier(rws + GLM_TK_GR_ARRIVE, static_cast<unsigned>((p + 2) * G));
+  GLM_TK_STAMP(2, 6);
+  // Every CTA has read every pass's global histogram (before its arrival here): zero a share.
+  for (int q = 0; q <= p; ++q) {
+    uint32_t *hg = rws + (q == 0 ? 0 : q == 1 ? GLM_TK_BINS : 2 * GLM_TK_BINS);
+    for (int b = c * GLM_TOPK_THREADS + tid; b < glm_tk_nbins(q); b += G * GLM_TOPK_THREADS)
+      hg[b] = 0;
+  }
+  uint32_t departed = 0; // the reply, read at the end (its round trip overlaps the emit)
+  if (tid == 0)
+    departed = atomicAdd(rws + GLM_TK_GR_DEPART, 1u);
+  // The lower CTAs' counts (warp 0, one 8-byte load per lane and CTA).
+  uint32_t gLow = 0, eLow = 0;
+  if (warp == 0) {
+    const uint2 *cts = reinterpret_cast<const uint2 *>(rws + GLM_TK_GR_COUNTS);
+    for (int j = lane; j < c; j += 32) {
+      const uint2 v = glm_ld_cg2(cts + j);
+      gLow += v.x;
+      eLow += v.y;
+    }
+    gLow = __reduce_add_sync(0xffffffffu, gLow);
+    eLow = __reduce_add_sync(0xffffffffu, eLow);
+  }
+  uint32_t kth = prefix, need = remaining;
+  if (list) {
+    const int m = static_cast<int>(cnt);
+    const uint2 *lst = reinterpret_cast<const uint2 *>(rws + GLM_TK_GR_LIST);
+    { // every load in flight before the first store
+      constexpr int kPer = GLM_TK_GR_CANDS / GLM_TOPK_THREADS;
+      uint2 v[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int j = u * GLM_TOPK_THREADS + tid;
+        v[u] = j < m ? glm_ld_cg2(lst + j) : make_uint2(0u, 0u);
+      }
+      // (The staged keys were last read before the barrier above: the buffers are free.)
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int j = u * GLM_TOPK_THREADS + tid;
+        if (j < m) {
+          ckey[j] = v[u].x;
+          cpos[j] = static_cast<int32_t>(v[u].y);
+        }
+      }
+    }
+    for (int b = tid; b < GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
+      hist12[b] = 0;
+    __syncthreads();
+#pragma unroll 1
+    for (int q = p + 1; q < 3; ++q) { // the remaining passes over the list alone
+      uint32_t *h = hist12 + (q - 1) * GLM_TK_BINS;
+      const int shift = glm_tk_shift(q), nb = glm_tk_nbins(q);
+      const uint32_t himask = glm_tk_himask(q);
+      for (int j = tid; j < m; j += GLM_TOPK_THREADS)
+        if ((ckey[j] & himask) == kth)
+          atomicAdd(&h[(ckey[j] >> shift) & static_cast<uint32_t>(nb - 1)], 1u);
+      __syncthreads();
+      glm_tk_select(h, nb, need, scratch, misc);
+      kth |= misc[0] << shift;
+      need -= misc[1];
+      __syncthreads();
+    }
+    GLM_TK_STAMP(2, 7);
+    // The list's keys below this segment: greater than K*, equal to it.
+    uint32_t g = 0, e = 0;
+    for (int j = tid; j < m; j += GLM_TOPK_THREADS)
+      if (cpos[j] < lo) {
+        g += ckey[j] > kth;
+        e += ckey[j] == kth;
+      }
+    g = __reduce_add_sync(0xffffffffu, g);
+    e = __reduce_add_sync(0xffffffffu, e);
+    if (lane == 0 && (g | e)) {
+      atomicAdd(&misc[6], g);
+      atomicAdd(&misc[7], e);
+    }
+    __syncthreads();
+  }
+  // misc[2], misc[3]: keys > K* and == K* of the row before the segment (the run emit's counts).
+  // Above the bin: the lower CTAs' counts; in it: the list's (or, with no list, the bin is K*).
+  if (tid == 0) {
+    misc[2] = gLow + (list ? misc[6] : 0u);
+    misc[3] = list ? misc[7] : eLow;
+  }
+  constexpr int kRun = GLM_TK_CL_RUN * GLM_TOPK_THREADS;
+  if (len <= kRun)
+    glm_tk_run_emit<1>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+  else if (len <= 2 * kRun)
+    glm_tk_run_emit<2>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+  else if (len <= 4 * kRun)
+    glm_tk_run_emit<4>(keys, len, kth, need, scratch, misc, out, sout, bt, lo);
+  else
+    __trap(); // segments longer than the run emit's: launch::topKGridCtas never makes them
+  // The last CTA to depart resets the counters: every CTA has passed its last wait by then, and
+  // none reads the ticket after it.
+  if (tid == 0 && departed == static_cast<uint32_t>(G - 1)) {
+    rws[GLM_TK_GR_ARRIVE] = 0;
+    rws[GLM_TK_GR_DEPART] = 0;
+    rws[GLM_TK_GR_TICKET] = 0;
+  }
+  GLM_TK_STAMP(2, 5);
 }

@@ -207,16 +207,17 @@ int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int
   return glm5rt::launch::topKSegmentLen(topKLaunchParams(cfg), tiles.smCount, rows, cols);
 }
 
-TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
-                  int64_t k, int activeClusters) {
-  glm5rt::launch::TopKGrid g = glm5rt::launch::topKGrid(
-      topKLaunchParams(cfg), tiles.smCount, rows, cols, k,
-      glm5rt::launch::kTopKMaxCluster, activeClusters);
+TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols, int64_t k,
+                  int activeClusters, int gridResident) {
+  glm5rt::launch::TopKGrid g =
+      glm5rt::launch::topKGrid(topKLaunchParams(cfg), tiles.smCount, rows, cols, k,
+                               glm5rt::launch::kTopKMaxCluster, activeClusters, gridResident);
   TopKPlan plan;
   plan.segments = g.segments;
   plan.segmentLen = g.segmentLen;
   plan.workspaceBytes = g.workspaceBytes;
   plan.cluster = g.cluster;
+  plan.grid = g.grid;
   return plan;
 }
 

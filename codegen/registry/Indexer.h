@@ -79,7 +79,9 @@ int64_t topKCollectSmem(int maxK, int candSmem);
 glm5rt::StatusOr<TopKConfig> selectTopK(const Target &tiles, const TopKShape &shape);
 
 // How a [rows, cols] score matrix with top-k `k` is selected (on a device that places clusters
-// of 8): cluster > 0 is topk_cluster (glm5rt::launch::TopKGrid); else segments == 0 is topk_row
+// of 8): grid > 0 is topk_grid (grid (grid, rows), glm5rt::launch::topKGridLaunchSmem, a
+// workspace of workspaceBytes zeroed once at allocation); cluster > 0 is topk_cluster
+// (glm5rt::launch::TopKGrid); else segments == 0 is topk_row
 // (grid rows, cfg.dynamicSmem); otherwise the multi-CTA variant, topk_seg_hist0 then
 // topk_seg_collect (cfg.collectSmem), both on grid (segments, rows), with a workspace of
 // workspaceBytes zeroed once at allocation (every complete pair of launches leaves it zero
@@ -89,11 +91,13 @@ struct TopKPlan {
   int segmentLen = 0;
   int64_t workspaceBytes = 0;
   int cluster = 0; // > 0: topk_cluster in clusters of this many CTAs (at most 8)
+  int grid = 0;    // > 0: topk_grid with this many CTAs per row
   bool multi() const { return segments > 0; }
 };
-// activeClusters: clusters of 8 the device holds at once (0: one CTA per SM assumed).
-TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols,
-                  int64_t k, int activeClusters = 0);
+// activeClusters: clusters of 8 the device holds at once (0: one CTA per SM assumed);
+// gridResident: topk_grid CTAs the device holds at once (0: topk_grid not taken).
+TopKPlan topKPlan(const TopKConfig &cfg, const Target &tiles, int64_t rows, int64_t cols, int64_t k,
+                  int activeClusters = 0, int gridResident = 0);
 // Workspace bytes of the multi-CTA variant: per row 2056 uint32 of state, then cols
 // (key, position) candidate pairs.
 int64_t topKWorkspaceBytes(int64_t rows, int64_t cols);
@@ -104,7 +108,8 @@ int topKSegmentLen(const TopKConfig &cfg, const Target &tiles, int64_t rows, int
 glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg);
 
 // The translation unit of the top-k kernels (entries topk_row, topk_seg_hist0,
-// topk_seg_collect, topk_cluster). The score row stride and the block table follow the kernels'
+// topk_seg_collect, topk_cluster, topk_grid). The score row stride and the block table follow
+// the kernels'
 // comments.
 std::string topKSource(const TopKConfig &cfg);
 

@@ -244,7 +244,7 @@ KernelChoice indexer(const KernelQuery &q, const Target &tiles) {
   shape.k = dim(q, "k", 2048);
   shape.page = dim(q, "page", 64);
   return fromConfig("topk", selectTopK(tiles, shape), topKSource,
-                    {"topk_row", "topk_seg_hist0", "topk_seg_collect", "topk_cluster"},
+                    {"topk_row", "topk_seg_hist0", "topk_seg_collect", "topk_cluster", "topk_grid"},
                     +[](const TopKConfig &c) {
                       return glm5rt::launch::topKParamList(topKLaunchParams(c));
                     });

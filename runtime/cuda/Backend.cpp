@@ -145,11 +145,12 @@ Status Backend::loadKernels() {
     for (const auto *e : *k->entries()) {
       Function f = nullptr;
       GLM5_RETURN_IF_ERROR(drv_->getFunction(m, e->c_str(), &f));
-      // topk_seg_collect and topk_cluster have their own dynamic sizes; every other entry the
-      // kernel's.
+      // topk_seg_collect, topk_cluster and topk_grid have their own dynamic sizes; every other
+      // entry the kernel's.
       const int64_t smem = e->str() == "topk_seg_collect" ? collect
                            : e->str() == "topk_cluster"   ? launch::topKClusterSmem(clusterKeys)
-                                                          : int64_t(k->dynamic_smem());
+                           : e->str() == "topk_grid" ? launch::topKGridSmem(launch::kTopKGridKeys)
+                                                     : int64_t(k->dynamic_smem());
       if (smem > 0)
         GLM5_RETURN_IF_ERROR(drv_->setMaxDynamicSmem(f, smem, what + " " + e->str()));
       functions_[i][e->str()] = f;
@@ -338,6 +339,9 @@ Status Backend::planMemory(const BackendOptions &o) {
       {&moeH_, n.moeH, "expert activations", false},
       {&moeOut_, n.moeOut, "expert outputs", false},
       {&topkWs_, n.topkWs, "top-k state", true},
+      // topk_grid's own: the multi-CTA launches leave their candidate pairs behind, where
+      // topk_grid keeps state that must be zero.
+      {&topkGridWs_, n.topkGridWs, "top-k grid state", true},
       {&topkPos_, n.topkPos, "top-k positions", false},
       {&mlaOPart_, n.mlaOPart, "sparse MLA partials", false},
       {&mlaLsePart_, n.mlaLsePart, "sparse MLA partial lse", false},
@@ -579,16 +583,26 @@ Status Backend::launchStep(const pl::Step &s, int64_t T, int64_t last, bool dry)
     GLM5_ASSIGN_OR_RETURN(Fn cl, fn(s, 0, "topk_cluster"));
     GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
     GLM5_ASSIGN_OR_RETURN(const int resident, topkResident(cl.f, tp, maxCluster, cols));
-    launch::TopKGrid g = launch::topKGrid(tp, sm, T, cols, k, maxCluster, resident);
-    grow(needs_.topkWs, g.workspaceBytes);
+    // topk_grid's barriers need every CTA resident: the CTAs the device holds at its largest
+    // shared memory.
+    GLM5_ASSIGN_OR_RETURN(Fn gr, fn(s, 0, "topk_grid"));
+    GLM5_ASSIGN_OR_RETURN(const int gridPerSm,
+                          ctasPerSm(gr.f, tp.threads, launch::topKGridSmem(launch::kTopKGridKeys)));
+    launch::TopKGrid g =
+        launch::topKGrid(tp, sm, T, cols, k, maxCluster, resident, gridPerSm * sm);
+    grow(g.grid > 0 ? needs_.topkGridWs : needs_.topkWs, g.workspaceBytes);
     grow(needs_.topkPos, T * k * 4);
     DevicePtr sc = ptr(in(0)), pos = ptr(-2), idx = topkPos_, slots = ptr(out(0)), bt = blockTable_;
-    DevicePtr ws = topkWs_;
+    DevicePtr ws = g.grid > 0 ? topkGridWs_ : topkWs_;
     int ld = static_cast<int>(capacity_), nCols = static_cast<int>(cols);
     int bts = static_cast<int>(table_->pagesPerSeq()), rps = static_cast<int>(T);
     const unsigned threads = static_cast<unsigned>(tp.threads);
     // The kernels write positions (`indices`, kept for --check) and physical slots (the step's
     // output, what sparse MLA gathers by).
+    if (g.grid > 0)
+      return go(gr, static_cast<unsigned>(g.grid), static_cast<unsigned>(T), 1, threads,
+                static_cast<unsigned>(g.gridSmem),
+                {&sc, &ld, &nCols, &pos, &k, &idx, &slots, &bt, &bts, &rps, &ws});
     if (g.cluster > 0)
       return goClustered(cl, static_cast<unsigned>(g.cluster), static_cast<unsigned>(T),
                          static_cast<unsigned>(g.cluster), threads,

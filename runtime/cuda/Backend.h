@@ -97,7 +97,7 @@ private:
     int64_t splitWs = 0, splitCounters = 0;     // qlinear decode split-K
     int64_t routerLogits = 0, routerCounters = 0;
     int64_t moePairs = 0, moeH = 0, moeOut = 0; // routed experts
-    int64_t topkWs = 0, topkPos = 0;
+    int64_t topkWs = 0, topkGridWs = 0, topkPos = 0;
     int64_t mlaOPart = 0, mlaLsePart = 0, mlaCounters = 0;
     int64_t gather = 0; // all-gather of several tokens: NCCL's [ranks][T, C] before the reorder
   };
@@ -199,7 +199,7 @@ private:
   DevicePtr tokens_ = 0, positions_ = 0, seqIds_ = 0, embedErr_ = 0;
   DevicePtr splitWs_ = 0, splitCounters_ = 0, routerLogits_ = 0, routerCounters_ = 0;
   DevicePtr moeOffsets_ = 0, moePairOf_ = 0, moeH_ = 0, moeOut_ = 0;
-  DevicePtr topkWs_ = 0, topkPos_ = 0, mlaOPart_ = 0, mlaLsePart_ = 0, mlaCounters_ = 0;
+  DevicePtr topkWs_ = 0, topkGridWs_ = 0, topkPos_ = 0, mlaOPart_ = 0, mlaLsePart_ = 0, mlaCounters_ = 0;
   DevicePtr gatherWs_ = 0;
 };
 

@@ -65,6 +65,23 @@ int topKSegmentLen(const TopKParams &p, int smCount, int64_t rows, int64_t cols)
 
 int64_t topKClusterSmem(int64_t keys) { return 29840 + 4 * keys; }
 
+int64_t topKGridSmem(int64_t keys) { return 53760 + 4 * keys; }
+
+int64_t topKGridWorkspaceBytes(int64_t rows) { return rows * 13828 * 4; }
+
+int topKGridCtas(int64_t rows, int64_t cols, int64_t keysPerCta, int64_t resident) {
+  rows = std::max<int64_t>(rows, 1);
+  const int64_t per = std::clamp<int64_t>(keysPerCta, 1, kTopKGridKeys);
+  const int64_t ctas = std::min({ceilDiv(cols, per), resident / rows, int64_t(kTopKGridMaxCtas)});
+  if (ctas < 1 || ceilDiv(ceilDiv(cols, ctas), 4) * 4 > kTopKGridKeys)
+    return 0;
+  return static_cast<int>(ctas);
+}
+
+int64_t topKGridLaunchSmem(int64_t cols, int ctas) {
+  return topKGridSmem(ceilDiv(ceilDiv(cols, std::max(ctas, 1)), 4) * 4);
+}
+
 int64_t topKClusterLaunchSmem(int64_t cols, int cluster) {
   return topKClusterSmem(ceilDiv(ceilDiv(cols, std::max(cluster, 1)), 4) * 4);
 }
@@ -79,8 +96,24 @@ int64_t topKClusterRowCols(const TopKParams &p, int maxCluster) {
 }
 
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
-                  int maxCluster, int activeClusters) {
+                  int maxCluster, int activeClusters, int gridResident) {
   TopKGrid g;
+  // topk_grid: rows past topk_row's cache, all CTAs resident at once, where topk_cluster's
+  // segments are long (rows of 64K positions and more: 8K keys per cluster CTA) or its clusters
+  // share SMs (more than SMs / 8 rows). Measured on the H200 (bench/RESULTS.md 2026-12-02, sixth
+  // session), top-k us cluster -> grid: 1 x 128K 18.2 -> 12.1, 8 x 128K 21.0 -> 18.1, 16 x 128K
+  // 27.6 -> 22.2, 1 x 64K 13.1 -> 11.9, 32 x 32K 24.1 -> 18.4, 32 x 16K 20.4 -> 15.0; the
+  // cluster stays ahead with fewer rows of at most 32K (1 x 32K 10.1 against 11.5, 16 x 32K
+  // 13.8 against 15.7), and at 8 x 64K (14.6 against 15.5, the one loss the rule takes).
+  if (gridResident > 0 && cols > p.cache && cols > k &&
+      (cols >= kTopKGridMinCols || rows * std::max(maxCluster, 1) > smCount)) {
+    g.grid = topKGridCtas(rows, cols, kTopKGridTargetKeys, gridResident);
+    if (g.grid > 0) {
+      g.gridSmem = topKGridLaunchSmem(cols, g.grid);
+      g.workspaceBytes = topKGridWorkspaceBytes(rows);
+      return g;
+    }
+  }
   // topk_cluster: one launch and one read of the row, each CTA a segment in shared memory. Measured
   // on the H200 (bench/RESULTS.md, 2026-11-30) against the multi-CTA launches: faster or equal at
   // every decode shape past topk_row's cache (1 x 32K 12.2 us against 18.8, 8 x 128K 24.4 against
@@ -104,8 +137,12 @@ TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, 
 }
 
 ParamList topKParamList(const TopKParams &p) {
-  return {{"collect_smem", p.collectSmem}, {"cache", p.cache}, {"seg_elems", p.segElems},
-          {"max_k", p.maxK},              {"page", p.page},   {"cluster_keys", p.clusterKeys}};
+  return {{"collect_smem", p.collectSmem},
+          {"cache", p.cache},
+          {"seg_elems", p.segElems},
+          {"max_k", p.maxK},
+          {"page", p.page},
+          {"cluster_keys", p.clusterKeys}};
 }
 
 StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
@@ -191,9 +228,9 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
   const int64_t groups = ceilDiv(heads, p.headsPerCta);
   g.spread = p.spreadMerge && sparseMlaSpread(g.splits, rows * groups, p.ctasPerSm, smCount);
-  g.cluster = g.spread ? 1u
-                       : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups,
-                                                                p.maxCluster));
+  g.cluster = g.spread
+                  ? 1u
+                  : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups, p.maxCluster));
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
   g.gridX = static_cast<unsigned>(groups * g.splits);

@@ -8,8 +8,8 @@
 #include "runtime/launch/Params.h"
 
 #include <cstdint>
-#include <vector>
 #include <initializer_list>
+#include <vector>
 
 namespace glm5rt::launch {
 
@@ -56,7 +56,28 @@ int64_t topKClusterSmem(int64_t keys);
 // kernel's own segment rule).
 int64_t topKClusterLaunchSmem(int64_t cols, int cluster);
 
-// One of three launch forms:
+// topk_grid: at most this many CTAs per row and keys per CTA (its largest dynamic shared memory,
+// topKGridSmem(kTopKGridKeys), fits SM120's 99 KB per block).
+constexpr int kTopKGridMaxCtas = 256;
+constexpr int kTopKGridKeys = 8192;
+// topk_grid's dynamic shared memory for `keys` keys per CTA (topk.cuh GLM_TK_GR_FIXED + 4 per
+// key; keys a multiple of 4).
+int64_t topKGridSmem(int64_t keys);
+// topk_grid's workspace: per row 13828 uint32 (topk.cuh GLM_TK_GR_WS_ROW), zeroed once at
+// allocation (every launch leaves it zero again).
+int64_t topKGridWorkspaceBytes(int64_t rows);
+// topk_grid's CTAs per row for rows of `cols` positions: about `keysPerCta` keys each, fewer
+// CTAs (longer segments) where rows x CTAs would exceed `resident`, the CTAs of topk_grid the
+// device holds at once (its barriers need every CTA resident), and at most kTopKGridMaxCtas; 0
+// when the segments would pass kTopKGridKeys.
+int topKGridCtas(int64_t rows, int64_t cols, int64_t keysPerCta, int64_t resident);
+// topk_grid's dynamic shared memory for rows of up to `cols` positions over `ctas` CTAs: room for
+// the longest segment, ceil(cols / ctas) rounded up to 4 keys (the kernel's own segment rule).
+int64_t topKGridLaunchSmem(int64_t cols, int ctas);
+
+// One of four launch forms:
+// - grid > 0: topk_grid, grid (grid, rows), gridSmem bytes of dynamic shared memory, a workspace
+//   of workspaceBytes zeroed once at allocation;
 // - cluster > 0: topk_cluster, grid (cluster, rows) in clusters of (cluster, 1, 1),
 //   clusterSmem bytes of dynamic shared memory;
 // - segments > 0: topk_seg_hist0 then topk_seg_collect (collectSmem), both on grid (segments,
@@ -69,6 +90,8 @@ struct TopKGrid {
   int64_t workspaceBytes = 0;
   int cluster = 0;
   int64_t clusterSmem = 0;
+  int grid = 0;
+  int64_t gridSmem = 0;
   bool multi() const { return segments > 0; }
 };
 // The columns topk_cluster covers with clusters of `maxCluster` CTAs (0 without the entry).
@@ -82,8 +105,15 @@ int64_t topKClusterRowCols(const TopKParams &p, int maxCluster);
 // multi-CTA limit; otherwise the two multi-CTA launches. maxCluster: the largest cluster the
 // device places (a power of two; 1 disables topk_cluster); activeClusters: how many of them the
 // device holds at once (0: assume one CTA per SM).
+// Before all of these, topk_grid (gridResident > 0: the topk_grid CTAs the device holds at once)
+// past topk_row's cache where it was measured faster: rows of kTopKGridMinCols columns or more,
+// or more rows than SMs / maxCluster.
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
-                  int maxCluster = kTopKMaxCluster, int activeClusters = 0);
+                  int maxCluster = kTopKMaxCluster, int activeClusters = 0, int gridResident = 0);
+// topk_grid's keys per CTA when topKGrid takes it (fewer CTAs where they would not all be
+// resident), and the columns from which it does with clusters to spare.
+constexpr int64_t kTopKGridTargetKeys = 2048;
+constexpr int64_t kTopKGridMinCols = 65536;
 // The column bound of a one-token call's CUDA graph (which fixes the indexer's and top-k's column
 // count) whose last position is `last` < capacity: the smallest of `bounds` (column counts up to
 // which the top-k keeps a cheaper form: topk_row's cache, topk_cluster's columns; 0 for none)
@@ -101,15 +131,15 @@ StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &kernel);
 struct SparseMlaParams {
   int threads = 0;
   int64_t dynamicSmem = 0;
-  bool f32 = false;       // [f32] the fp32 validation kernel: one CTA per (head, row), no split
-  int headsPerCta = 16;   // [heads_per_cta] bf16 kernel: the mma M
-  int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
-  int ctasPerSm = 1;      // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
-                          // asks the device (registers and shared memory of the code it runs)
-  int maxCluster = 8;     // bf16 kernel: the largest cluster the device can place (runtime too)
+  bool f32 = false;        // [f32] the fp32 validation kernel: one CTA per (head, row), no split
+  int headsPerCta = 16;    // [heads_per_cta] bf16 kernel: the mma M
+  int tileN = 0;           // [tile_n] bf16 kernel: cache rows per stage
+  int ctasPerSm = 1;       // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
+                           // asks the device (registers and shared memory of the code it runs)
+  int maxCluster = 8;      // bf16 kernel: the largest cluster the device can place (runtime too)
   bool spreadMerge = true; // bf16 kernel: the spread merge allowed (runtime: glm5-run --mla-merge)
-  int64_t topk = 0;       // [topk] selected positions per row
-  int64_t latent = 512;   // [latent]
+  int64_t topk = 0;        // [topk] selected positions per row
+  int64_t latent = 512;    // [latent]
 };
 
 // bf16: one launch, grid (groups * splits, rows), groups = ceil(heads / headsPerCta), in

@@ -20,7 +20,8 @@ namespace glm5rt::plan {
 // 3: the top-k module has the topk_cluster entry and its cluster_keys parameter.
 // 4: the GateUp and Linears op kinds (glm.gate_up: a decode FFN's gate and up in one kernel;
 //    glm.linears: a decode activation's products in one kernel).
-inline constexpr uint32_t kFormatVersion = 4;
+// 5: the top-k module has the topk_grid entry (its workspace follows topk.cuh GLM_TK_GR_WS_ROW).
+inline constexpr uint32_t kFormatVersion = 5;
 
 // Bytes of one element of a plan buffer or of the KV cache.
 inline uint64_t dtypeBytes(glm5::plan::DType t) { return t == glm5::plan::DType::BF16 ? 2 : 4; }

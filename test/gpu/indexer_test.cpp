@@ -28,7 +28,8 @@ void expectZero(Reporter &report, const std::string &what, long long count) {
 
 struct TopKKernels {
   TopKConfig cfg;
-  cu::Function row = nullptr, hist0 = nullptr, collect = nullptr, cluster = nullptr;
+  cu::Function row = nullptr, hist0 = nullptr, collect = nullptr, cluster = nullptr, grid = nullptr;
+  int gridResident = 0; // topk_grid CTAs the device holds at once (at its largest segment)
 };
 
 struct ScoreKernel {
@@ -189,27 +190,42 @@ struct TopKResult {
 };
 
 // A launch form of the top-k: topk_row; the two multi-CTA kernels with segments of segLen;
-// topk_cluster with clusters of `cluster` CTAs.
+// topk_cluster with clusters of `cluster` CTAs; topk_grid with `grid` CTAs per row.
 struct TopKForm {
-  int segLen = 0, cluster = 0;
+  int segLen = 0, cluster = 0, grid = 0;
   std::string name() const {
-    return cluster ? " cluster" + std::to_string(cluster)
-                   : segLen ? " multi" + std::to_string(segLen) : " row";
+    return grid      ? " grid" + std::to_string(grid)
+           : cluster ? " cluster" + std::to_string(cluster)
+           : segLen  ? " multi" + std::to_string(segLen)
+                     : " row";
   }
   bool isPlan(const TopKPlan &plan) const {
-    return cluster ? plan.cluster == cluster : segLen ? plan.multi() && !plan.cluster
-                                                      : !plan.multi() && !plan.cluster;
+    if (grid || plan.grid)
+      return grid == plan.grid;
+    return cluster  ? plan.cluster == cluster
+           : segLen ? plan.multi() && !plan.cluster
+                    : !plan.multi() && !plan.cluster;
   }
 };
 // The forms a row of nCols positions can take: topk_row, multi-CTA segments of 2048, clusters of
-// 8 and 2 where a cluster's shared memory holds the row.
-std::vector<TopKForm> topKForms(const TopKKernels &tk, int nCols, std::vector<int> segLens) {
+// 8 and 2 where a cluster's shared memory holds the row, and topk_grid with about 1024 and 8192
+// keys per CTA (one CTA per row too) where rows x CTAs are resident at once.
+std::vector<TopKForm> topKForms(const TopKKernels &tk, int rows, int nCols,
+                                std::vector<int> segLens) {
   std::vector<TopKForm> forms = {TopKForm{}};
   for (int seg : segLens)
     forms.push_back(TopKForm{seg, 0});
   for (int c : {8, 2})
     if ((nCols + c - 1) / c <= tk.cfg.clusterKeys)
       forms.push_back(TopKForm{0, c});
+  std::vector<int> grids;
+  for (int64_t keys : {int64_t(1024), int64_t(glm5rt::launch::kTopKGridKeys), int64_t(nCols)}) {
+    const int g = glm5rt::launch::topKGridCtas(rows, nCols, keys, tk.gridResident);
+    if (g > 0 && std::find(grids.begin(), grids.end(), g) == grids.end())
+      grids.push_back(g);
+  }
+  for (int g : grids)
+    forms.push_back(TopKForm{0, 0, g});
   return forms;
 }
 
@@ -236,6 +252,27 @@ TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, Device
       }
     }
   };
+  if (form.grid) {
+    const unsigned g = static_cast<unsigned>(form.grid);
+    const int64_t smem = glm5rt::launch::topKGridLaunchSmem(p.nCols, form.grid);
+    const size_t wsBytes = glm5rt::launch::topKGridWorkspaceBytes(p.T);
+    cu::DevicePtr ws = ctx.alloc(wsBytes, false);
+    Context::check(ctx.drv->memsetD8(ws, 0, wsBytes));
+    twice(
+        [&] {
+          ctx.launch(tk.grid, g, p.T, 1, tk.cfg.threads, static_cast<unsigned>(smem), &d.scores,
+                     &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table, &btStride, &rps, &ws);
+        },
+        "grid");
+    // Histograms, arrivals, departures and the list's ticket are zero again after each launch.
+    std::vector<uint32_t> wsHost = ctx.download<uint32_t>(ws, wsBytes / 4);
+    long long dirty = 0;
+    for (int t = 0; t < p.T; ++t)
+      for (int b = 0; b < 5123; ++b)
+        dirty += wsHost[size_t(t) * 13828 + b] != 0;
+    expectZero(report, what + " workspace left zero", dirty);
+    return r;
+  }
   if (form.cluster) {
     const int c = form.cluster;
     const int64_t smem = glm5rt::launch::topKClusterLaunchSmem(p.nCols, c);
@@ -312,11 +349,11 @@ void checkProblem(Context &ctx, Reporter &report, const ScoreKernel &sk, const T
   expectZero(report, "scores -inf past pos " + what, badMask);
 
   for (int k : {16, 2048}) {
-    const TopKPlan plan = topKPlan(tk.cfg, ctx.tiles, p.T, p.nCols, k);
+    const TopKPlan plan = topKPlan(tk.cfg, ctx.tiles, p.T, p.nCols, k, 0, tk.gridResident);
     std::vector<int32_t> refDev = hostTopK(got, p, k), refHost = hostTopK(ref, p, k);
     // topk_row, the multi-CTA kernels with 2048-position segments and topk_cluster; "(plan)"
     // marks the registry's choice.
-    for (const TopKForm &form : topKForms(tk, p.nCols, {2048})) {
+    for (const TopKForm &form : topKForms(tk, p.T, p.nCols, {2048})) {
       std::string name = what + " k=" + std::to_string(k) + form.name();
       if (form.isPlan(plan))
         name += " (plan)";
@@ -370,16 +407,23 @@ glm5rt::StatusOr<TopKKernels> buildTopK(Context &ctx) {
     return mod.status();
   if (ctx.compileOnly)
     return tk;
-  const char *names[] = {"topk_row", "topk_seg_hist0", "topk_seg_collect", "topk_cluster"};
-  cu::Function *fns[] = {&tk.row, &tk.hist0, &tk.collect, &tk.cluster};
+  const char *names[] = {"topk_row", "topk_seg_hist0", "topk_seg_collect", "topk_cluster",
+                         "topk_grid"};
+  cu::Function *fns[] = {&tk.row, &tk.hist0, &tk.collect, &tk.cluster, &tk.grid};
+  const int64_t gridSmem = glm5rt::launch::topKGridSmem(glm5rt::launch::kTopKGridKeys);
   const int64_t smem[] = {cfg->dynamicSmem, 0, cfg->collectSmem,
-                          glm5rt::launch::topKClusterSmem(cfg->clusterKeys)};
-  for (int i = 0; i < 4; ++i) {
+                          glm5rt::launch::topKClusterSmem(cfg->clusterKeys), gridSmem};
+  for (int i = 0; i < 5; ++i) {
     auto fn = ctx.function(*mod, names[i], static_cast<int>(smem[i]));
     if (!fn.isOk())
       return fn.status();
     *fns[i] = *fn;
   }
+  // As the runtime asks: topk_grid's barriers need all its CTAs resident at once.
+  int perSm = 0;
+  Context::check(
+      ctx.drv->occupancy(tk.grid, tk.cfg.threads, static_cast<size_t>(gridSmem), &perSm));
+  tk.gridResident = perSm * ctx.drv->info().smCount;
   return tk;
 }
 
@@ -540,9 +584,9 @@ GPU_TEST(indexer_topk_synthetic) {
     d.pos = ctx.upload(p.pos);
     d.scores = ctx.upload(scores);
     for (int k : {16, 2048})
-      for (const TopKForm &form : topKForms(tk, L, {2048, 8192})) {
-        std::string name = "synthetic L=" + std::to_string(L) + " k=" + std::to_string(k) +
-                           form.name();
+      for (const TopKForm &form : topKForms(tk, p.T, L, {2048, 8192})) {
+        std::string name =
+            "synthetic L=" + std::to_string(L) + " k=" + std::to_string(k) + form.name();
         TopKResult r = runTopK(ctx, tk, p, d, k, form, report, name);
         expectZero(report, "topk vs host " + name,
                    setMismatch(r.idx, hostTopK(scores, p, k), p.T, k));

@@ -439,6 +439,49 @@ TEST(Launch, TopKChoosesCluster) {
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 100000, 9000), 100000);
 }
 
+TEST(Launch, TopKChoosesGrid) {
+  TopKParams p;
+  p.threads = 512;
+  p.cache = 8192;
+  p.segElems = 16;
+  p.maxK = 4096;
+  p.page = 64;
+  p.clusterKeys = 16384;
+  // CTAs per row: about the keys asked for each, while every row's CTAs are resident at once.
+  EXPECT_EQ(topKGridCtas(1, 131072, 2048, 264), 64);
+  EXPECT_EQ(topKGridCtas(8, 32768, 2048, 264), 16);
+  EXPECT_EQ(topKGridCtas(8, 131072, 2048, 264), 33); // 264 resident: 3972 keys each
+  EXPECT_EQ(topKGridCtas(32, 32768, 2048, 264), 8);
+  EXPECT_EQ(topKGridCtas(32, 131072, 2048, 264), 0); // 8 CTAs a row would take 16K keys each
+  EXPECT_EQ(topKGridCtas(300, 8192, 2048, 264), 0);  // not one CTA per row resident
+  EXPECT_EQ(topKGridCtas(1, 100, 2048, 10), 1);
+  EXPECT_EQ(topKGridCtas(1, 131072, 100000, 264), 16);    // at most kTopKGridKeys per CTA
+  EXPECT_EQ(topKGridCtas(1, 3000000, 2048, 100000), 0);   // 256 CTAs would take 11719 keys
+  EXPECT_EQ(topKGridCtas(1, 2000000, 2048, 100000), 256); // 7816 keys each
+  EXPECT_EQ(topKGridLaunchSmem(131072, 64), topKGridSmem(2048));
+  EXPECT_EQ(topKGridLaunchSmem(10001, 4), topKGridSmem(2504));
+  EXPECT_EQ(topKGridSmem(kTopKGridKeys), 53760 + 4 * 8192);
+  EXPECT_EQ(topKGridWorkspaceBytes(3), 3 * 13828 * 4);
+  // With the device's residency given: rows past topk_row's cache take it from 64K columns, or
+  // when the rows' clusters of 8 would share SMs.
+  TopKGrid g = topKGrid(p, 132, 1, 131072, 2048, 8, 0, 264);
+  EXPECT_EQ(g.grid, 64);
+  EXPECT_EQ(g.cluster, 0);
+  EXPECT_FALSE(g.multi());
+  EXPECT_EQ(g.gridSmem, topKGridSmem(2048));
+  EXPECT_EQ(g.workspaceBytes, topKGridWorkspaceBytes(1));
+  EXPECT_EQ(topKGrid(p, 132, 1, 8192, 2048, 8, 0, 264).grid, 0);  // topk_row's cache
+  EXPECT_EQ(topKGrid(p, 132, 1, 2048, 2048, 8, 0, 264).grid, 0);  // every position selected
+  EXPECT_EQ(topKGrid(p, 132, 32, 131072, 2048, 8, 0, 264).grid, 0); // not resident at once
+  EXPECT_EQ(topKGrid(p, 132, 32, 131072, 2048, 8, 0, 264).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 1, 131072, 2048).grid, 0); // no residency given: not taken
+  EXPECT_EQ(topKGrid(p, 132, 1, 65536, 2048, 8, 0, 264).grid, 32);
+  EXPECT_EQ(topKGrid(p, 132, 1, 65535, 2048, 8, 0, 264).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 16, 32768, 2048, 8, 0, 264).cluster, 8); // 128 CTAs: one per SM
+  EXPECT_EQ(topKGrid(p, 132, 17, 32768, 2048, 8, 0, 264).grid, 15);   // 136 share SMs
+  EXPECT_EQ(topKGrid(p, 132, 32, 16384, 2048, 8, 0, 264).grid, 8);
+}
+
 TEST(Launch, SparseMlaSplitsAndClusters) {
   SparseMlaParams p;
   p.threads = 128;
