@@ -362,10 +362,14 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
   auto at = [&](int launch, int c, int slot) {
     return t[(size_t(launch) * kTraceCtas + c) * kTraceSlots + slot];
   };
-  if (p.plan.grid) { // topk_grid with the list after pass 0 (the decode rows): phases per CTA
-    const int order[] = {0, 1, 2, 6, 7, 5};
-    const char *rn[] = {"keys loaded", "pass 0 selected", "counts + barrier", "list passes",
-                        "positions written"};
+  if (!p.plan.multi()) { // topk_row, topk_cluster, topk_grid: phases per CTA, medians and maxima
+    const char *kn = p.plan.grid ? "topk_grid" : p.plan.cluster ? "topk_cluster" : "topk_row";
+    // The phases' ends by slot: topk_grid (with the list after pass 0, the decode rows) stamps
+    // the last barrier at 6 and the list's passes at 7.
+    const int order[] = {0, 1, 2, p.plan.grid ? 6 : 3, p.plan.grid ? 7 : 4, 5};
+    const char *rn[] = {"keys loaded", "pass 0 selected",
+                        p.plan.grid ? "counts + barrier" : "pass 1 selected",
+                        p.plan.grid ? "list passes" : "pass 2 selected", "positions written"};
     unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
     std::vector<std::vector<double>> ph(5);
     for (int c = 0; c < ctas; ++c) {
@@ -374,29 +378,6 @@ void printTrace(cu::Driver &drv, const Kernels &k, const Problem &p, cu::Stream 
       lastEnd = std::max(lastEnd, at(2, c, 5));
       for (int i = 0; i < 5; ++i)
         ph[i].push_back((double(at(2, c, order[i + 1])) - double(at(2, c, order[i]))) * 1e-3);
-    }
-    std::printf("    trace topk_grid: starts %.2f .. %.2f us, last end %.2f\n", 0.0,
-                (double(lastStart) - double(first)) * 1e-3,
-                (double(lastEnd) - double(first)) * 1e-3);
-    for (int i = 0; i < 5; ++i) {
-      std::sort(ph[i].begin(), ph[i].end());
-      std::printf("    topk_grid %-18s +%.2f us (median of %d CTAs; max %.2f)\n", rn[i],
-                  ph[i][ph[i].size() / 2], ctas, ph[i].back());
-    }
-    return;
-  }
-  if (!p.plan.multi()) { // topk_row, topk_cluster: phases per CTA, medians and maxima
-    const char *kn = p.plan.cluster ? "topk_cluster" : "topk_row";
-    const char *rn[] = {"keys loaded", "pass 0 selected", "pass 1 selected", "pass 2 selected",
-                        "positions written"};
-    unsigned long long first = ~0ull, lastStart = 0, lastEnd = 0;
-    std::vector<std::vector<double>> ph(5);
-    for (int c = 0; c < ctas; ++c) {
-      first = std::min(first, at(2, c, 0));
-      lastStart = std::max(lastStart, at(2, c, 0));
-      lastEnd = std::max(lastEnd, at(2, c, 5));
-      for (int i = 0; i < 5; ++i)
-        ph[i].push_back((double(at(2, c, i + 1)) - double(at(2, c, i))) * 1e-3);
     }
     std::printf("    trace %s: starts %.2f .. %.2f us, last end %.2f\n", kn, 0.0,
                 (double(lastStart) - double(first)) * 1e-3,

@@ -377,6 +377,20 @@ __device__ __forceinline__ void glm_tk_take_all(int lo, int hi, int n, int k, bo
     }
 }
 
+// Rows with n <= k in a launch of `parts` CTAs per row: CTA `part` writes output entries
+// [part q, (part + 1) q), q = ceil(k / parts): every causal position, then -1.
+__device__ __forceinline__ void glm_tk_take_all_part(int n, int k, int part, int parts,
+                                                     int32_t *out, int32_t *sout,
+                                                     const int32_t *bt) {
+  const int q = (k + parts - 1) / parts;
+  for (int j = part * q + static_cast<int>(threadIdx.x); j < min(k, (part + 1) * q);
+       j += GLM_TOPK_THREADS) {
+    out[j] = j < n ? j : -1;
+    if (sout)
+      sout[j] = j < n ? glm_tk_slot(bt, j) : -1;
+  }
+}
+
 // Rows of at most GLM_TK_REG_ROW positions (every row at decode up to 8K of context): thread i
 // keeps the keys of positions [GLM_TK_REG i, GLM_TK_REG (i + 1)) in registers, loaded once, with
 // the block-table entries of their pages (GLM_TK_REG_PAGES: one when a page holds 16 positions
@@ -1488,15 +1502,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
   GLM_TK_STAMP(2, 0);
   const int n = glm_tk_candidates(positions[row], n_cols);
   const int C = static_cast<int>(csize), r = static_cast<int>(rank);
-  if (n <= k) {
-    // The whole cluster takes this branch (n is the row's): no cluster barrier. CTA r writes
-    // output entries [r q, (r + 1) q): every causal position, then -1.
-    const int q = (k + C - 1) / C;
-    for (int j = r * q + tid; j < min(k, (r + 1) * q); j += GLM_TOPK_THREADS) {
-      out[j] = j < n ? j : -1;
-      if (sout)
-        sout[j] = j < n ? glm_tk_slot(bt, j) : -1;
-    }
+  if (n <= k) { // the whole cluster takes this branch (n is the row's): no cluster barrier
+    glm_tk_take_all_part(n, k, r, C, out, sout, bt);
     return;
   }
   const int seg = ((n + C - 1) / C + 3) & ~3;
@@ -1727,14 +1734,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   uint32_t *rws = ws + static_cast<long long>(row) * GLM_TK_GR_WS_ROW;
   GLM_TK_STAMP(2, 0);
   const int n = glm_tk_candidates(positions[row], n_cols);
-  if (n <= k) {
-    // The whole row takes this branch: no barrier. CTA c writes output entries [c q, (c + 1) q).
-    const int q = (k + G - 1) / G;
-    for (int j = c * q + tid; j < min(k, (c + 1) * q); j += GLM_TOPK_THREADS) {
-      out[j] = j < n ? j : -1;
-      if (sout)
-        sout[j] = j < n ? glm_tk_slot(bt, j) : -1;
-    }
+  if (n <= k) { // the whole row takes this branch: no barrier
+    glm_tk_take_all_part(n, k, c, G, out, sout, bt);
     return;
   }
   const int seg = ((n + G - 1) / G + 3) & ~3;
