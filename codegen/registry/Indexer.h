@@ -109,8 +109,7 @@ glm5rt::launch::TopKParams topKLaunchParams(const TopKConfig &cfg);
 
 // The translation unit of the top-k kernels (entries topk_row, topk_seg_hist0,
 // topk_seg_collect, topk_cluster, topk_grid). The score row stride and the block table follow
-// the kernels'
-// comments.
+// the kernels' comments.
 std::string topKSource(const TopKConfig &cfg);
 
 } // namespace glm5c::codegen

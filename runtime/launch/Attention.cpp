@@ -137,12 +137,8 @@ TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, 
 }
 
 ParamList topKParamList(const TopKParams &p) {
-  return {{"collect_smem", p.collectSmem},
-          {"cache", p.cache},
-          {"seg_elems", p.segElems},
-          {"max_k", p.maxK},
-          {"page", p.page},
-          {"cluster_keys", p.clusterKeys}};
+  return {{"collect_smem", p.collectSmem}, {"cache", p.cache}, {"seg_elems", p.segElems},
+          {"max_k", p.maxK},              {"page", p.page},   {"cluster_keys", p.clusterKeys}};
 }
 
 StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &k) {
@@ -228,9 +224,9 @@ SparseMlaGrid sparseMlaGrid(const SparseMlaParams &p, int smCount, int64_t rows,
   g.splits = sparseMlaSplits(p, smCount, rows, heads);
   const int64_t groups = ceilDiv(heads, p.headsPerCta);
   g.spread = p.spreadMerge && sparseMlaSpread(g.splits, rows * groups, p.ctasPerSm, smCount);
-  g.cluster = g.spread
-                  ? 1u
-                  : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups, p.maxCluster));
+  g.cluster = g.spread ? 1u
+                       : static_cast<unsigned>(sparseMlaCluster(g.splits, rows * groups,
+                                                                p.maxCluster));
   // Each split covers a whole number of tiles.
   g.tokensPerSplit = static_cast<int>(ceilDiv(ceilDiv(p.topk, g.splits), p.tileN) * p.tileN);
   g.gridX = static_cast<unsigned>(groups * g.splits);

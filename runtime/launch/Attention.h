@@ -8,8 +8,8 @@
 #include "runtime/launch/Params.h"
 
 #include <cstdint>
-#include <initializer_list>
 #include <vector>
+#include <initializer_list>
 
 namespace glm5rt::launch {
 
@@ -131,15 +131,15 @@ StatusOr<TopKParams> topKParamsOf(const glm5::plan::Kernel &kernel);
 struct SparseMlaParams {
   int threads = 0;
   int64_t dynamicSmem = 0;
-  bool f32 = false;        // [f32] the fp32 validation kernel: one CTA per (head, row), no split
-  int headsPerCta = 16;    // [heads_per_cta] bf16 kernel: the mma M
-  int tileN = 0;           // [tile_n] bf16 kernel: cache rows per stage
-  int ctasPerSm = 1;       // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
-                           // asks the device (registers and shared memory of the code it runs)
-  int maxCluster = 8;      // bf16 kernel: the largest cluster the device can place (runtime too)
+  bool f32 = false;       // [f32] the fp32 validation kernel: one CTA per (head, row), no split
+  int headsPerCta = 16;   // [heads_per_cta] bf16 kernel: the mma M
+  int tileN = 0;          // [tile_n] bf16 kernel: cache rows per stage
+  int ctasPerSm = 1;      // bf16 kernel: resident CTAs per SM -- not a plan key: the runtime
+                          // asks the device (registers and shared memory of the code it runs)
+  int maxCluster = 8;     // bf16 kernel: the largest cluster the device can place (runtime too)
   bool spreadMerge = true; // bf16 kernel: the spread merge allowed (runtime: glm5-run --mla-merge)
-  int64_t topk = 0;        // [topk] selected positions per row
-  int64_t latent = 512;    // [latent]
+  int64_t topk = 0;       // [topk] selected positions per row
+  int64_t latent = 512;   // [latent]
 };
 
 // bf16: one launch, grid (groups * splits, rows), groups = ceil(heads / headsPerCta), in

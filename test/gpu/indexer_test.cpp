@@ -264,7 +264,8 @@ TopKResult runTopK(Context &ctx, const TopKKernels &tk, const Problem &p, Device
                      &ld, &nCols, &d.pos, &kk, &idx, &slots, &d.table, &btStride, &rps, &ws);
         },
         "grid");
-    // Histograms, arrivals, departures and the list's ticket are zero again after each launch.
+    // Histograms, arrivals, departures and the list's ticket (topk.cuh: the first 5123 of a
+    // row's GLM_TK_GR_WS_ROW = 13828 words) are zero again after each launch.
     std::vector<uint32_t> wsHost = ctx.download<uint32_t>(ws, wsBytes / 4);
     long long dirty = 0;
     for (int t = 0; t < p.T; ++t)
