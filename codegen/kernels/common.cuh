@@ -355,6 +355,24 @@ __device__ __forceinline__ unsigned glm_ld_acquire_gpu(const unsigned *p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// A barrier of CTAs of one launch in global memory, every one of them resident at once: the
+// calling CTA arrives on *count (release: its threads' earlier writes, ordered before thread 0's
+// arrival by the CTA barrier, are published) and waits until the count reaches `target`; thread
+// 0's (tid, the caller's threadIdx.x) acquire then orders every thread's later reads. A barrier that never completes would hang
+// the process: after 2^24 polls (seconds) it traps instead, which the host reports as a failed
+// launch. A call, not inlined (sparse MLA's spread merge measured why; sparse_mla_decode.cuh).
+// Resetting the count is the caller's (a departure counter, the last CTA out zeroing both).
+__device__ __noinline__ void glm_global_barrier(unsigned *count, int target, int tid) {
+  __syncthreads();
+  if (tid == 0) {
+    glm_red_add_release_gpu(count, 1u);
+    for (unsigned polls = 0; glm_ld_acquire_gpu(count) < static_cast<unsigned>(target);)
+      if (++polls == (1u << 24))
+        __trap();
+  }
+  __syncthreads();
+}
+
 // The address of the same shared-memory location in the CTA of cluster rank `rank`.
 __device__ __forceinline__ uint32_t glm_cluster_map(uint32_t smem_addr, unsigned rank) {
   uint32_t r;

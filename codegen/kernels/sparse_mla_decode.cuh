@@ -478,21 +478,10 @@ __device__ __forceinline__ void glm_mla_merge_combine(float mo, float so, const 
   mx = m;
 }
 
-// The group barrier's arrival and wait (the departure follows it in the kernel). A barrier
-// that never completes would hang the process: after 2^24 polls (seconds) it traps instead,
-// which the host reports as a failed launch. Both spread-merge functions are calls, not inlined:
-// inlined, they changed the register allocation of the whole kernel, and shapes that never take
-// this path ran up to 2% slower (64 heads x 128 rows 245.9 -> 250.8 us; bench/RESULTS.md).
-__device__ __noinline__ void glm_mla_group_barrier(unsigned *count, int splits, int tid) {
-  __syncthreads(); // every thread's partial stores before thread 0's arrival
-  if (tid == 0) {
-    glm_red_add_release_gpu(count, 1u);
-    for (unsigned polls = 0; glm_ld_acquire_gpu(count) < static_cast<unsigned>(splits);)
-      if (++polls == (1u << 24))
-        __trap();
-  }
-  __syncthreads(); // thread 0's acquire orders every thread's reads after it
-}
+// The group barrier's arrival and wait is glm_global_barrier (common.cuh; the departure follows
+// it in the kernel). Both it and the spread merge are calls, not inlined: inlined, they changed
+// the register allocation of the whole kernel, and shapes that never take this path ran up to
+// 2% slower (64 heads x 128 rows 245.9 -> 250.8 us; bench/RESULTS.md).
 
 __device__ __noinline__ void glm_mla_spread_merge(const glm_mla_part_t *o_part,
                                                   const float *lse_part,
@@ -1370,7 +1359,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   if (spread_merge && csize == 1) {
     unsigned *count =
         counters + static_cast<long long>(b) * (gridDim.x / splits) + head0 / GLM_HEADS;
-    glm_mla_group_barrier(count, splits, tid);
+    glm_global_barrier(count, splits, tid);
     GLM_TRACE(5); // the trace's "cluster merge" is the group barrier here
     // The departure; its reply is only needed at the end.
     const unsigned departed = tid == 0 ? atomicAdd(count, 1u) : 0u; // relaxed, gpu scope

@@ -1659,8 +1659,8 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
 // ---- topk_grid: one launch, G CTAs per row (grid (G, T)) that meet at barriers in global
 // memory instead of in a cluster, so a lone long row spreads over many SMs (topk_cluster holds
 // it on 8: at 128K positions its per-key passes over 16K keys per CTA were most of its time).
-// The launch must have every CTA resident at once (launch::topKGridCtas sizes it so); a barrier
-// that never completes traps after 2^24 polls rather than hang.
+// The launch must have every CTA resident at once (launch::topKGridCtas sizes it so); the row
+// barriers are glm_global_barrier (common.cuh), with the row's arrivals counted across them.
 // CTA c of row t keeps the keys of causal positions [c seg, (c + 1) seg), seg = ceil(n / G)
 // rounded up to 4, in shared memory, with its pass-0 histogram. Pass p (from 0): each CTA adds
 // its nonzero bins to the row's global histogram p, a row barrier, and every CTA selects the
@@ -1695,19 +1695,6 @@ static_assert(GLM_TK_GR_WS_ROW == 13828, "runtime/launch topKGridWorkspaceBytes 
 #define GLM_TK_GR_CPOS (GLM_TK_GR_CKEY + GLM_TK_GR_CANDS * 4)
 #define GLM_TK_GR_FIXED (GLM_TK_GR_CPOS + GLM_TK_GR_CANDS * 4)
 static_assert(GLM_TK_GR_FIXED == 53760, "runtime/launch topKGridSmem mirrors this layout");
-
-// The row's barrier: this CTA's arrival (publishing every thread's earlier global writes), then
-// the wait until `target` arrivals (the barrier's ordinal times G). A call: once per barrier.
-__device__ __noinline__ void glm_tk_grid_barrier(unsigned *arrive, unsigned target) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    glm_red_add_release_gpu(arrive, 1u);
-    for (unsigned polls = 0; glm_ld_acquire_gpu(arrive) < target;)
-      if (++polls == (1u << 24))
-        __trap();
-  }
-  __syncthreads(); // thread 0's acquire orders every thread's reads after it
-}
 
 extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
     topk_grid(const float *__restrict__ scores, int ld, int n_cols,
@@ -1777,7 +1764,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
       if (v)
         atomicAdd(&hg[b], v);
     }
-    glm_tk_grid_barrier(rws + GLM_TK_GR_ARRIVE, static_cast<unsigned>((p + 1) * G));
+    glm_global_barrier(rws + GLM_TK_GR_ARRIVE, (p + 1) * G, tid);
     { // the global counts, every load in flight before the first store (a round trip each)
       constexpr int kPer = GLM_TK_BINS / GLM_TOPK_THREADS;
       uint32_t v[kPer];
@@ -1844,7 +1831,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
           dst[j] = make_uint2(ckey[j], static_cast<uint32_t>(cpos[j]));
     }
   }
-  glm_tk_grid_barrier(rws + GLM_TK_GR_ARRIVE, static_cast<unsigned>((p + 2) * G));
+  glm_global_barrier(rws + GLM_TK_GR_ARRIVE, (p + 2) * G, tid);
   GLM_TK_STAMP(2, 6);
   // Every CTA has read every pass's global histogram (before its arrival here): zero a share.
   for (int q = 0; q <= p; ++q) {
