@@ -1680,7 +1680,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
 // Dynamic shared memory: GLM_TK_GR_FIXED + 4 * keys, keys >= seg (the kernel traps on less).
 #define GLM_TK_GR_CANDS 4096
 #define GLM_TK_GR_MAX_CTAS 256
-#define GLM_TK_GR_ARRIVE 5120 // after the histograms' 2048 + 2048 + 1024 bins
+#define GLM_TK_GR_ARRIVE 5120 // after the histograms: pass p's at p * GLM_TK_BINS (1024 for p 2)
 #define GLM_TK_GR_DEPART 5121
 #define GLM_TK_GR_TICKET 5122
 #define GLM_TK_GR_COUNTS 5124 // (above the bin, in the bin) per CTA
@@ -1745,7 +1745,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
 #pragma unroll 1
   for (;; ++p) {
     const int nbins = glm_tk_nbins(p);
-    uint32_t *hg = rws + (p == 0 ? 0 : p == 1 ? GLM_TK_BINS : 2 * GLM_TK_BINS);
+    uint32_t *hg = rws + p * GLM_TK_BINS;
     if (p > 0) { // this pass's histogram of the keys matching the prefix
       for (int b = tid; b < nbins; b += GLM_TOPK_THREADS)
         hist[b] = 0;
@@ -1790,7 +1790,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
       break;
   }
   // The bin: keys whose bits resolved so far (mask) equal prefix; cnt of them in the row.
-  const uint32_t mask = p == 0 ? 0xffe00000u : p == 1 ? 0xfffffc00u : 0xffffffffu;
+  const uint32_t mask = p < 2 ? glm_tk_himask(p + 1) : 0xffffffffu;
   const bool list = cnt <= GLM_TK_GR_CANDS;
   {
     // This CTA's keys of the bin are staged in the list's shared buffers (at most cnt of them),
@@ -1835,7 +1835,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS)
   GLM_TK_STAMP(2, 6);
   // Every CTA has read every pass's global histogram (before its arrival here): zero a share.
   for (int q = 0; q <= p; ++q) {
-    uint32_t *hg = rws + (q == 0 ? 0 : q == 1 ? GLM_TK_BINS : 2 * GLM_TK_BINS);
+    uint32_t *hg = rws + q * GLM_TK_BINS;
     for (int b = c * GLM_TOPK_THREADS + tid; b < glm_tk_nbins(q); b += G * GLM_TOPK_THREADS)
       hg[b] = 0;
   }
