@@ -23,6 +23,12 @@
 #define GLM_IDX_ROW_BYTES (GLM_DIM * (int)sizeof(glm_act))
 #define GLM_IDX_CHUNKS (GLM_IDX_ROW_BYTES / 16) // 16-byte pieces of one key row
 #define GLM_IDX_ROWS_PER_WARP (GLM_TILE_N / GLM_IDX_WARPS)
+// A tile's copies: each thread's GLM_IDX_CP_N pieces, GLM_IDX_CP_ROWS rows apart (load_tile).
+#define GLM_IDX_CP_ROWS (GLM_IDX_THREADS / GLM_IDX_CHUNKS)
+#define GLM_IDX_CP_N (GLM_TILE_N / GLM_IDX_CP_ROWS)
+static_assert(GLM_IDX_THREADS % GLM_IDX_CHUNKS == 0 && GLM_IDX_CP_ROWS % 2 == 0 &&
+                  GLM_TILE_N % GLM_IDX_CP_ROWS == 0,
+              "whole rows per pass of the threads, an even row step (the bf16 swizzle)");
 
 static_assert(GLM_DIM == 128, "the k permutation below covers exactly 128 dims");
 static_assert(GLM_HEADS >= 1 && GLM_HEADS <= 32, "at most two m16 tiles of q fragments");
@@ -77,10 +83,37 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
   // Gathers tile `tile` into its ring stage. bf16 rows: 16-byte piece c of row r lands at piece
   // c ^ 4 (r & 1), so the 8 threads of a quarter warp reading pieces 4i + t of rows g and g + 1
   // (the compute loop below) hit 8 distinct 16-byte bank groups.
+  // Thread tid copies piece tid % GLM_IDX_CHUNKS of rows tid / GLM_IDX_CHUNKS + GLM_IDX_CP_ROWS j,
+  // j < GLM_IDX_CP_N: where the tile's positions are one run of slots (a tile inside one page
+  // whose slots all exist and are causal: every tile but a row's last with the plans' page of
+  // GLM_TILE_N or more positions), its copies are one address computation and GLM_IDX_CP_N
+  // cp.async at immediate offsets -- one block-table load per tile, not one per copy (the issue
+  // sits between a tile's barrier and its math). Other tiles take the general loop, and so does
+  // every tile of the f32 validation path (its copies here made ptxas spill).
   auto load_tile = [&](int tile) {
     unsigned char *dst = skeys + (tile % GLM_STAGES) * (GLM_TILE_N * GLM_IDX_ROW_BYTES);
     const int p0 = begin + tile * GLM_TILE_N;
+#if !GLM_ACT_F32
+    if (static_cast<unsigned>(p0) % GLM_PAGE + GLM_TILE_N <= GLM_PAGE &&
+        p0 + GLM_TILE_N <= causal_end) {
+      const long long base = static_cast<long long>(bt[static_cast<unsigned>(p0) / GLM_PAGE]) *
+                                 GLM_PAGE +
+                             static_cast<unsigned>(p0) % GLM_PAGE;
+      if (base >= 0 && base + GLM_TILE_N <= num_slots) { // uniform over the CTA
+        const int r0 = tid / GLM_IDX_CHUNKS, piece = tid % GLM_IDX_CHUNKS;
+        const int spiece = piece ^ ((r0 & 1) << 2); // r & 1 is r0 & 1 (GLM_IDX_CP_ROWS even)
+        glm_cp_async_16_strided<GLM_IDX_CP_N, GLM_IDX_CP_ROWS * GLM_IDX_ROW_BYTES>(
+            glm_smem_addr(dst + r0 * GLM_IDX_ROW_BYTES + spiece * 16),
+            reinterpret_cast<const unsigned char *>(keys) + (base + r0) * GLM_IDX_ROW_BYTES +
+                piece * 16,
+            16);
+        return;
+      }
+    }
+#pragma unroll 1 // rare: a row's last tile, or pages shorter than a tile
+#else
 #pragma unroll 4
+#endif
     for (int c = tid; c < GLM_TILE_N * GLM_IDX_CHUNKS; c += GLM_IDX_THREADS) {
       const int r = c / GLM_IDX_CHUNKS, piece = c % GLM_IDX_CHUNKS;
       const int p = p0 + r;
