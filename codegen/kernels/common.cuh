@@ -208,6 +208,16 @@ __device__ __forceinline__ void glm_cp_async_16_strided(uint32_t dst, const void
     glm_cp_async_16_at<(N - 1) * kStride>(dst, src, src_bytes);
   }
 }
+// The same where only the first n_full copies read their source; the others zero-fill their 16
+// bytes (src-size 0: nothing is read).
+template <int N, int kStride>
+__device__ __forceinline__ void glm_cp_async_16_strided_upto(uint32_t dst, const void *src,
+                                                             int n_full) {
+  if constexpr (N > 0) {
+    glm_cp_async_16_strided_upto<N - 1, kStride>(dst, src, n_full);
+    glm_cp_async_16_at<(N - 1) * kStride>(dst, src, N - 1 < n_full ? 16 : 0);
+  }
+}
 __device__ __forceinline__ void glm_cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void glm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));

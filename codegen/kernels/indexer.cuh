@@ -85,32 +85,34 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
   // (the compute loop below) hit 8 distinct 16-byte bank groups.
   // Thread tid copies piece tid % GLM_IDX_CHUNKS of rows tid / GLM_IDX_CHUNKS + GLM_IDX_CP_ROWS j,
   // j < GLM_IDX_CP_N: where the tile's positions are one run of slots (a tile inside one page
-  // whose slots all exist and are causal: every tile but a row's last with the plans' page of
-  // GLM_TILE_N or more positions), its copies are one address computation and GLM_IDX_CP_N
-  // cp.async at immediate offsets -- one block-table load per tile, not one per copy (the issue
-  // sits between a tile's barrier and its math). Other tiles take the general loop, and so does
-  // every tile of the f32 validation path (its copies here made ptxas spill).
+  // whose slots all exist in the cache: every tile with the plans' page of GLM_TILE_N or more
+  // positions), its copies are one address computation and GLM_IDX_CP_N cp.async at immediate
+  // offsets, the rows at or past causal_end zero-filled -- one block-table load per tile, not
+  // one per copy (the issue sits between a tile's barrier and its math). Other tiles take the
+  // general loop, and so does every tile of the f32 validation path (its copies here made
+  // ptxas spill).
   auto load_tile = [&](int tile) {
     unsigned char *dst = skeys + (tile % GLM_STAGES) * (GLM_TILE_N * GLM_IDX_ROW_BYTES);
     const int p0 = begin + tile * GLM_TILE_N;
 #if !GLM_ACT_F32
-    if (static_cast<unsigned>(p0) % GLM_PAGE + GLM_TILE_N <= GLM_PAGE &&
-        p0 + GLM_TILE_N <= causal_end) {
+    if (static_cast<unsigned>(p0) % GLM_PAGE + GLM_TILE_N <= GLM_PAGE) {
       const long long base = static_cast<long long>(bt[static_cast<unsigned>(p0) / GLM_PAGE]) *
                                  GLM_PAGE +
                              static_cast<unsigned>(p0) % GLM_PAGE;
       if (base >= 0 && base + GLM_TILE_N <= num_slots) { // uniform over the CTA
         const int r0 = tid / GLM_IDX_CHUNKS, piece = tid % GLM_IDX_CHUNKS;
         const int spiece = piece ^ ((r0 & 1) << 2); // r & 1 is r0 & 1 (GLM_IDX_CP_ROWS even)
-        glm_cp_async_16_strided<GLM_IDX_CP_N, GLM_IDX_CP_ROWS * GLM_IDX_ROW_BYTES>(
+        // This thread's causal rows (p0 < causal_end: the tile is below num_tiles).
+        const int n_full = (causal_end - p0 - r0 + GLM_IDX_CP_ROWS - 1) / GLM_IDX_CP_ROWS;
+        glm_cp_async_16_strided_upto<GLM_IDX_CP_N, GLM_IDX_CP_ROWS * GLM_IDX_ROW_BYTES>(
             glm_smem_addr(dst + r0 * GLM_IDX_ROW_BYTES + spiece * 16),
             reinterpret_cast<const unsigned char *>(keys) + (base + r0) * GLM_IDX_ROW_BYTES +
                 piece * 16,
-            16);
+            n_full);
         return;
       }
     }
-#pragma unroll 1 // rare: a row's last tile, or pages shorter than a tile
+#pragma unroll 1 // rare: a tile of an invalid page, or pages shorter than a tile
 #else
 #pragma unroll 4
 #endif
