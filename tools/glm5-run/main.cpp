@@ -286,6 +286,34 @@ int parseCheck(int i, int argc, char **argv, DeviceChoice *dc) {
   return 0;
 }
 
+// The options of both score and generate that pick and steer the backend: --device, --check
+// [TOL], --check-free [TOL], --no-graph, --no-overlap, --mla-kernel, --mla-merge. Returns
+// whether argv[*i] is one of them; if so it is applied to *dc and *i moves past its value, and a
+// bad value leaves the usage line in *bad. (An option missing its value is not one of them.)
+bool parseDeviceOption(int *i, int argc, char **argv, DeviceChoice *dc, std::string *bad) {
+  const std::string a = argv[*i];
+  const char *v = *i + 1 < argc ? argv[*i + 1] : nullptr;
+  if (a == "--device" && v) {
+    dc->device = v;
+  } else if (a == "--check" || a == "--check-free") {
+    *i += parseCheck(*i, argc, argv, dc);
+    return true;
+  } else if (a == "--no-graph" || a == "--no-overlap") {
+    (a == "--no-graph" ? dc->graphs : dc->overlap) = false;
+    return true;
+  } else if (a == "--mla-kernel" && v) {
+    if (!parseMlaKernel(v, dc))
+      *bad = "--mla-kernel takes auto, base, two-per-sm or wide";
+  } else if (a == "--mla-merge" && v) {
+    if (!parseMlaMerge(v, dc))
+      *bad = "--mla-merge takes auto or cluster";
+  } else {
+    return false;
+  }
+  ++*i; // the option's value
+  return true;
+}
+
 // The discrete decisions of every query row, per layer (score --dump-selections): the indexer's
 // selected positions (the TopK step of each layer) and the router's experts (output 1 of MoERouter / MoEGate). Fidelity checks compare
 // them with the reference's, and replay them in the reference to separate rounding from routing.
@@ -378,23 +406,9 @@ int cmdScore(int argc, char **argv) {
     } else if (a == "--dump-selections" && v) {
       selectionsPath = v;
       ++i;
-    } else if (a == "--device" && v) {
-      dc.device = v;
-      ++i;
-    } else if (a == "--check" || a == "--check-free") {
-      i += parseCheck(i, argc, argv, &dc);
-    } else if (a == "--no-graph") {
-      dc.graphs = false;
-    } else if (a == "--no-overlap") {
-      dc.overlap = false;
-    } else if (a == "--mla-kernel" && v) {
-      if (!parseMlaKernel(v, &dc))
-        return usage("--mla-kernel takes auto, base, two-per-sm or wide");
-      ++i;
-    } else if (a == "--mla-merge" && v) {
-      if (!parseMlaMerge(v, &dc))
-        return usage("--mla-merge takes auto or cluster");
-      ++i;
+    } else if (std::string bad; parseDeviceOption(&i, argc, argv, &dc, &bad)) {
+      if (!bad.empty())
+        return usage(bad);
     } else if (a == "--ctx" && v) {
       if (!parseTokenCount(v, &ctx))
         return usage("--ctx takes a positive number of tokens");
@@ -567,23 +581,9 @@ int cmdGenerate(int argc, char **argv) {
       if (!parseUnsigned(v, 0, UINT64_MAX, &so.seed))
         return usage("--seed takes a non-negative integer below 2^64");
       ++i;
-    } else if (a == "--device" && v) {
-      dc.device = v;
-      ++i;
-    } else if (a == "--check" || a == "--check-free") {
-      i += parseCheck(i, argc, argv, &dc);
-    } else if (a == "--no-graph") {
-      dc.graphs = false;
-    } else if (a == "--no-overlap") {
-      dc.overlap = false;
-    } else if (a == "--mla-kernel" && v) {
-      if (!parseMlaKernel(v, &dc))
-        return usage("--mla-kernel takes auto, base, two-per-sm or wide");
-      ++i;
-    } else if (a == "--mla-merge" && v) {
-      if (!parseMlaMerge(v, &dc))
-        return usage("--mla-merge takes auto or cluster");
-      ++i;
+    } else if (std::string bad; parseDeviceOption(&i, argc, argv, &dc, &bad)) {
+      if (!bad.empty())
+        return usage(bad);
     } else if (a == "--chat") {
       chat = true;
     } else if (a == "--profile") {
