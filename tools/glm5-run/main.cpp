@@ -298,8 +298,11 @@ bool parseDeviceOption(int *i, int argc, char **argv, DeviceChoice *dc, std::str
   } else if (a == "--check" || a == "--check-free") {
     *i += parseCheck(*i, argc, argv, dc);
     return true;
-  } else if (a == "--no-graph" || a == "--no-overlap") {
-    (a == "--no-graph" ? dc->graphs : dc->overlap) = false;
+  } else if (a == "--no-graph") {
+    dc->graphs = false;
+    return true;
+  } else if (a == "--no-overlap") {
+    dc->overlap = false;
     return true;
   } else if (a == "--mla-kernel" && v) {
     if (!parseMlaKernel(v, dc))
