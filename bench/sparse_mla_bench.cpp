@@ -39,7 +39,9 @@
 // is the graph's launch and drain rather than the kernel.
 // The sweep otherwise tries each power-of-two split count with every cluster size up to the
 // largest that divides it, and the spread merge where the grid is resident at once. In the
-// trace, a spread merge's "cluster merge" phase is its group barrier.
+// trace, a spread merge's "cluster merge" phase is its group barrier. Every clustered launch
+// timed first prints how many of its clusters the device holds at once against how many it
+// launches (cuOccupancyMaxActiveClusters).
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -729,6 +731,17 @@ int main(int argc, char **argv) {
                     p.splits = splits;
                     p.cluster = cluster;
                     allocPartials(drv, p);
+                  }
+                  if (cluster > 1) { // a one-wave grid of clusters needs them all resident
+                    int resident = 0;
+                    const int64_t gx = groups / B * splits;
+                    if (drv.clusterOccupancy(k.decode, static_cast<unsigned>(gx), k.cfg.threads,
+                                             static_cast<size_t>(k.launchSmem),
+                                             static_cast<unsigned>(cluster), &resident)
+                            .isOk())
+                      std::printf("  (clusters of %d: %d resident at once, %lld launched)\n",
+                                  cluster, resident,
+                                  static_cast<long long>(groups * splits / cluster));
                   }
                   auto [eo, el] =
                       noGather ? std::pair<double, double>{0, 0} : check(drv, k, ps[0], stream);
