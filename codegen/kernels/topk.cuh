@@ -102,10 +102,10 @@ static_assert(GLM_TOPK_SEG_ELEMS <= 64, "per-thread counts are packed in 16 bits
 // launches (0 hist0, 1 collect) stores %globaltimer at slot 0 its start (after the grid chain),
 // 1 its ticket, 2 its end; the row's last CTA of collect also at 3 candidates loaded, 4 K* and
 // `need` found, 5 merged, 6 positions written. topk_row (launch 2, rows in registers): 0 start,
-// 1 histograms zeroed, 2-4 histogram passes 0-2 selected, 5 end; topk_cluster (launch 2 too):
-// 0 start, 1 keys loaded, 2-4 passes 0-2 selected, 5 end, and with the gathered finish 6 the
-// collect scanned, 7 the cluster synced (before the gathered keys' loads). topk_trace_dump copies
-// them out.
+// 1 histograms zeroed, 2-4 histogram passes 0-2 selected (the rank finish: 4 its end, 3 too
+// after pass 0), 5 end; topk_cluster (launch 2 too): 0 start, 1 keys loaded, 2-4 passes 0-2
+// selected, 5 end, and with the gathered finish 6 the collect scanned, 7 the cluster synced
+// (before the gathered keys' loads). topk_trace_dump copies them out.
 #ifdef GLM_TK_TRACE
 #define GLM_TK_TRACE_SLOTS 8
 __device__ unsigned long long glm_tk_trace[3][GLM_TK_TRACE][GLM_TK_TRACE_SLOTS];
@@ -214,7 +214,7 @@ __device__ __forceinline__ uint32_t glm_tk_warp_inscan(uint32_t x) {
 }
 
 // Exclusive prefix sum over the block in thread order; ends with a barrier (scratch reusable)
-// unless kLast (the block's last use of scratch).
+// unless kLast (the block's last use of scratch, or a barrier follows before its next use).
 template <bool kLast = false>
 __device__ __forceinline__ uint32_t glm_tk_exscan(uint32_t v, uint32_t *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -241,7 +241,8 @@ __device__ __forceinline__ void glm_tk_pairs_before(const uint32_t *pairs, int w
 // Finds the digit d with above(d) < remaining <= above(d) + hist[d], above(d) = sum of hist[b]
 // for b > d; writes misc[0] = d, misc[1] = above(d). Requires sum(hist) >= remaining >= 1, so
 // exactly one (thread, bin) matches. Thread i owns the bins [nbins - (i + 1) per, nbins - i per),
-// walked downward, so thread order is descending bin order. Ends with a barrier.
+// walked downward, so thread order is descending bin order. Ends with a barrier, which is also
+// what keeps the scan's scratch words from the next scan's writes (misc lies past them).
 __device__ __forceinline__ void glm_tk_select(const uint32_t *hist, int nbins, uint32_t remaining,
                                               uint32_t *scratch, uint32_t *misc) {
   const int per = nbins / GLM_TOPK_THREADS;
@@ -249,7 +250,7 @@ __device__ __forceinline__ void glm_tk_select(const uint32_t *hist, int nbins, u
   uint32_t local = 0;
   for (int b = hi - 1; b >= hi - per; --b)
     local += hist[b];
-  uint32_t above = glm_tk_exscan(local, scratch);
+  uint32_t above = glm_tk_exscan<true>(local, scratch);
   for (int b = hi - 1; b >= hi - per; --b) {
     const uint32_t c = hist[b];
     if (above < remaining && above + c >= remaining) {
@@ -440,6 +441,66 @@ __device__ __forceinline__ void glm_tk_row_pages(glm_tk_row_keys &r, int n, cons
   }
 }
 
+// The rank finish: once a pass's bin holds at most GLM_TK_ROW_RANK keys (pass 0's often does
+// not: 51 to 1040 keys on the bench's 8K-position indexer rows; pass 1's nearly always), the
+// passes left give way to ranking those candidates directly. Each is packed as
+// (key << 32) | ~position, so (score, then the lower position) order is the order of distinct
+// uint64 values: the candidate of rank need0 - 1 among them (need0 = the keys still to take from
+// the bin) is the cut K*, and `need` = need0 - the candidates with key > K*. A c^2 loop over
+// shared-memory broadcasts, ~7 instructions per pair, hence the bound (0: off). Traced on the
+// H200, it takes about as long as the pass it replaces (~2000 cycles): the gain is where it
+// follows pass 0 and two passes go (bench/RESULTS.md 2026-12-03, third session).
+#ifndef GLM_TK_ROW_RANK
+#define GLM_TK_ROW_RANK 128
+#endif
+static_assert(GLM_TK_ROW_RANK % 2 == 0 && GLM_TK_ROW_RANK + 2 <= 512,
+              "the candidates fit in pass 2's histogram, in pairs");
+
+// Collects thread i's keys with (key & mask) == prefix (warp-aggregated appends at misc[2], zero
+// on entry) into cand[0, c), pads cand to an even count with a zero (below every packed
+// candidate: keys of valid scores are >= 0x007fffff) and ranks them; returns K* in misc[3] and
+// `need` in misc[4], after a barrier. Every thread calls it; c (block-uniform) is the bin's count.
+__device__ __forceinline__ void glm_tk_row_rank(const glm_tk_row_keys &r, int nv, uint32_t mask,
+                                                uint32_t prefix, uint32_t c, uint32_t need0,
+                                                unsigned long long *cand, uint32_t *misc) {
+  const int tid = threadIdx.x, lane = tid % 32, p0 = tid * GLM_TK_REG;
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < GLM_TK_REG; ++j)
+    m += j < nv && (r.key[j] & mask) == prefix;
+  const uint32_t incl = glm_tk_warp_inscan(m);
+  uint32_t base = 0;
+  if (lane == 31 && incl)
+    base = atomicAdd(&misc[2], incl);
+  uint32_t at = __shfl_sync(0xffffffffu, base, 31) + incl - m;
+#pragma unroll
+  for (int j = 0; j < GLM_TK_REG; ++j)
+    if (j < nv && (r.key[j] & mask) == prefix)
+      cand[at++] = (static_cast<unsigned long long>(r.key[j]) << 32) |
+                   static_cast<uint32_t>(~(p0 + j));
+  if (tid == 0 && (c & 1))
+    cand[c] = 0ull;
+  __syncthreads();
+  const int pairs = static_cast<int>(c + 1) / 2;
+  const ulonglong2 *cand2 = reinterpret_cast<const ulonglong2 *>(cand);
+  for (int i = tid; i < static_cast<int>(c); i += GLM_TOPK_THREADS) {
+    const unsigned long long mine = cand[i];
+    const uint32_t mkey = static_cast<uint32_t>(mine >> 32);
+    uint32_t above = 0, gt = 0;
+#pragma unroll 4
+    for (int q = 0; q < pairs; ++q) {
+      const ulonglong2 o = cand2[q];
+      above += (o.x > mine) + (o.y > mine);
+      gt += (static_cast<uint32_t>(o.x >> 32) > mkey) + (static_cast<uint32_t>(o.y >> 32) > mkey);
+    }
+    if (above == need0 - 1) { // exactly one candidate: the ranks are 0 .. c - 1
+      misc[3] = mkey;
+      misc[4] = need0 - gt;
+    }
+  }
+  __syncthreads();
+}
+
 __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k, uint32_t *hist,
                                                 uint32_t *hist12, uint32_t *scratch, int32_t *out,
                                                 int32_t *sout, const int32_t *bt) {
@@ -452,6 +513,8 @@ __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k
     hist[b] = 0;
   for (int b = tid; b < GLM_TK_BINS + 1024; b += GLM_TOPK_THREADS)
     hist12[b] = 0;
+  if (tid == 0)
+    misc[2] = 0; // the rank finish's candidate count
   __syncthreads();
   GLM_TK_STAMP(2, 1);
   uint32_t prefix = 0, remaining = static_cast<uint32_t>(k);
@@ -471,6 +534,17 @@ __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k
     GLM_TK_STAMP(2, 2 + p);
     prefix |= misc[0] << shift;
     remaining -= misc[1];
+    if (GLM_TK_ROW_RANK && p < 2 && h[misc[0]] <= GLM_TK_ROW_RANK) {
+      // Pass 2 does not run: its histogram takes the candidates.
+      glm_tk_row_rank(r, nv, p == 0 ? 0xffe00000u : 0xfffffc00u, prefix, h[misc[0]], remaining,
+                      reinterpret_cast<unsigned long long *>(hist12 + GLM_TK_BINS), misc);
+      if (p == 0)
+        GLM_TK_STAMP(2, 3);
+      GLM_TK_STAMP(2, 4);
+      prefix = misc[3];
+      remaining = misc[4];
+      break;
+    }
   }
   const uint32_t kth = prefix, need = remaining;
   uint32_t g = 0, e = 0;
@@ -480,8 +554,8 @@ __device__ __forceinline__ void glm_tk_row_regs(glm_tk_row_keys &r, int n, int k
     e += j < nv && r.key[j] == kth;
   }
   // Counts of the row before this thread's positions: greater in the high half, equal in the low
-  // (each at most GLM_TK_REG_ROW < 2^16).
-  const uint32_t before = glm_tk_exscan((g << 16) | e, scratch);
+  // (each at most GLM_TK_REG_ROW < 2^16). Scratch's last use: no trailing barrier.
+  const uint32_t before = glm_tk_exscan<true>((g << 16) | e, scratch);
   uint32_t gb = before >> 16, eb = before & 0xffffu;
   // The k outputs (and slots) are gathered in shared memory past passes 1 and 2's histograms
   // when they fit, then copied out in 16-byte pieces: a thread's selected positions are a run of

@@ -541,7 +541,7 @@ GPU_TEST(indexer_ties) {
 }
 
 // The top-k kernels alone on score rows with NaN, -0 / +0, -inf, few distinct values, all
-// equal: identical to host topK on the same scores.
+// equal, few keys per first-pass bin with ties: identical to host topK on the same scores.
 GPU_TEST(indexer_topk_synthetic) {
   GPU_TRY(tk, buildTopK(ctx));
   if (ctx.compileOnly)
@@ -550,9 +550,9 @@ GPU_TEST(indexer_topk_synthetic) {
   // 8), or its per-warp emit (ties); 270000: past the collect bitmap (bitonic sort).
   for (int L : {3000, 30000, 40000, 270000}) {
     Problem p;
-    p.T = p.seqs = 6;
+    p.T = p.seqs = 8;
     p.nCols = L;
-    p.pos = {L - 1, L - 1, L - 1, L / 2, L - 1, L + 5};
+    p.pos = {L - 1, L - 1, L - 1, L / 2, L - 1, L + 5, L - 1, L - 1};
     Rng rng(L);
     makeTable(p, rng);
     std::vector<float> scores(size_t(p.T) * L);
@@ -576,8 +576,20 @@ GPU_TEST(indexer_topk_synthetic) {
         case 4:
           v = r % 4 == 0 ? NAN : r % 4 == 1 ? -INFINITY : r % 4 == 2 ? 1e-30f : -1e30f;
           break;
-        default:
+        case 5:
           v = std::ldexp(1.f, static_cast<int>(r % 9) - 4) * (r & 16 ? 1.f : -1.f);
+          break;
+        case 6:
+          // 160 bins of the first radix pass (40 exponents x the top 2 mantissa bits), each
+          // of 2 values: ~19 keys, ties among them, in the cut's bin at 3000 positions (the
+          // row kernel's rank finish after pass 0).
+          v = std::ldexp(1.f + static_cast<float>((r >> 8) % 8) * 0.125f,
+                         static_cast<int>(r % 40) - 20);
+          break;
+        default:
+          // 1024 values in [1, 2): 4 first-pass bins of ~750 keys, each second-pass bin one
+          // value of ~3 equal keys (the rank finish after pass 1, all tied).
+          v = 1.f + static_cast<float>(r % 1024) * (1.f / 1024);
         }
       }
     DeviceProblem d;
