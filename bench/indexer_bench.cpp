@@ -6,20 +6,26 @@
 // usage: glm5c-bench-indexer [--check-only] [--tiles sm_120a,sm_90] [--reps N]
 //                            [--topk plan|row|multi|cluster|grid] [--stages N]
 //                            [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N]
-//                            [--grid-keys N] [--shapes B:L,...] [--parts] [--trace]
+//                            [--grid-keys N] [--shapes B:L,...] [--parts] [--trace] [--chain]
 // --topk forces a top-k variant (--cluster N: topk_cluster's CTAs per row, 8 by default;
 // --grid-keys N: topk_grid's keys per CTA, the runtime's by default); --shapes picks shapes of
 // the table (all nine by default);
 // --stages sets the score kernel's ring depth (tuning); --score-ctas sizes the score grid for N
 // CTAs per SM instead of the device's occupancy (tuning; more than the device holds makes more
 // than one wave); --define (repeatable) puts `#define NAME V` before the kernel sources
-// (experiments); --pdl launches each kernel after the first of a timed sequence overlapped with
-// the one before (programmatic dependent launch); --parts also times the multi-CTA top-k's two
-// launches alone; --trace prints where the top-k's time goes (phase stamps of a traced build,
-// last graph replay).
+// (experiments); --pdl launches the kernels of the "both" sequence after its first overlapped
+// with the one before (programmatic dependent launch), as the runtime does (until 2026-12-03 the
+// score kernel there was launched plain; the score and top-k columns still launch every kernel
+// plain); --parts also times the multi-CTA top-k's two launches alone; --trace prints where the
+// top-k's time goes (phase stamps of a traced build, last graph replay); --chain adds the decode
+// step's chain as the runtime launches it -- per set the cache append (rope_cache_append, which
+// lets its successor in early and writes each request's key at its position), the score kernel
+// and the top-k, each after the first overlapped with --pdl -- and prints its time and that
+// time less the appends' alone (their graph the same way): what indexer + top-k add to a step.
 #include "bench/bench_util.h"
 #include "codegen/kernels/EmbeddedKernels.h"
 #include "codegen/nvrtc/Nvrtc.h"
+#include "codegen/registry/Elementwise.h"
 #include "codegen/registry/Indexer.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/host/ops.h"
@@ -49,6 +55,8 @@ constexpr int kPatternRows = 1 << 17;
 struct Kernels {
   IndexerScoreConfig sc;
   TopKConfig tk;
+  CacheAppendConfig ca; // --chain: the step's cache append before the score kernel
+  cu::Function append = nullptr;
   cu::Function score = nullptr, row = nullptr, hist0 = nullptr, collect = nullptr,
                cluster = nullptr, grid = nullptr;
   cu::Function traceDump = nullptr; // --trace: the traced top-k module's topk_trace_dump
@@ -112,6 +120,14 @@ Kernels build(cu::Driver &drv, const Target &tiles, const std::string &arch,
       compile(drv, nvrtc, k.tk.variant + "_" + tiles.name + (trace ? "_trace" : ""), tsrc, arch);
   if (trace)
     CHECK_OK(drv.getFunction(mt, "topk_trace_dump", &k.traceDump));
+  CacheAppendShape ashape;
+  ashape.page = kPage;
+  auto ca = selectCacheAppend(tiles, ashape);
+  CHECK_OK(ca.status());
+  k.ca = *ca;
+  cu::Module ma =
+      compile(drv, nvrtc, k.ca.variant + "_" + tiles.name, cacheAppendSource(k.ca), arch);
+  CHECK_OK(drv.getFunction(ma, k.ca.entry.c_str(), &k.append));
   CHECK_OK(drv.getFunction(ms, "indexer_score", &k.score));
   CHECK_OK(drv.setMaxDynamicSmem(k.score, static_cast<int>(k.sc.dynamicSmem), "indexer_score"));
   CHECK_OK(drv.getFunction(mt, "topk_row", &k.row));
@@ -139,9 +155,13 @@ struct Problem {
   std::vector<float> q, w; // q rounded to bf16
   cu::DevicePtr dq = 0, dw = 0, dcache = 0, dtable = 0, dpos = 0, dscores = 0, dws = 0, didx = 0,
                 dslots = 0;
+  // --chain: the append's inputs (B rows each of latent, rope key and indexer key; sequence ids
+  // 0 .. B - 1) and the latent cache it writes besides the key cache.
+  cu::DevicePtr dlat = 0, drope = 0, dik = 0, dseq = 0, dkv = 0;
 };
 
-void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &pattern, uint64_t seed) {
+void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &pattern, uint64_t seed,
+                 bool chain) {
   Rng rng{seed * 0x9e3779b97f4a7c15ull + 1};
   p.pagesPerSeq = (p.L + kPage - 1) / kPage;
   int pool = p.B * p.pagesPerSeq;
@@ -186,22 +206,26 @@ void makeProblem(cu::Driver &drv, Problem &p, const std::vector<uint16_t> &patte
     CHECK_OK(drv.malloc(&p.dws, p.plan.workspaceBytes, "top-k workspace"));
     CHECK_OK(drv.memsetD8(p.dws, 0, p.plan.workspaceBytes)); // zero once (topk.cuh invariant)
   }
+  if (chain) {
+    std::vector<uint16_t> rows(size_t(p.B) * 512);
+    for (uint16_t &v : rows)
+      v = glm5rt::floatToBf16(rng.uniform());
+    upload(&p.dlat, rows.data(), size_t(p.B) * 512 * 2, "latent rows");
+    upload(&p.drope, rows.data(), size_t(p.B) * 64 * 2, "rope key rows");
+    upload(&p.dik, rows.data(), size_t(p.B) * kDim * 2, "indexer key rows");
+    std::vector<int32_t> seq(p.B);
+    for (int b = 0; b < p.B; ++b)
+      seq[b] = b;
+    upload(&p.dseq, seq.data(), seq.size() * 4, "sequence ids");
+    CHECK_OK(drv.malloc(&p.dkv, size_t(p.numSlots) * 576 * 2, "latent cache"));
+  }
 }
 
 void freeProblem(cu::Driver &drv, Problem &p) {
-  for (cu::DevicePtr d :
-       {p.dq, p.dw, p.dcache, p.dtable, p.dpos, p.dscores, p.dws, p.didx, p.dslots})
+  for (cu::DevicePtr d : {p.dq, p.dw, p.dcache, p.dtable, p.dpos, p.dscores, p.dws, p.didx,
+                         p.dslots, p.dlat, p.drope, p.dik, p.dseq, p.dkv})
     if (d)
       (void)drv.free(d);
-}
-
-void launchScore(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s) {
-  int ld = p.L, nCols = p.L, btStride = p.pagesPerSeq, rps = 1, slots = p.numSlots;
-  float scale = 1.0f;
-  void *args[] = {&p.dq,      &p.dw, &p.dcache, &p.dtable, &btStride, &rps,  &p.dpos,
-                  &p.dscores, &ld,   &nCols,    &slots,    &p.chunk,  &scale};
-  CHECK_OK(drv.launch(k.score, (p.L + p.chunk - 1) / p.chunk, p.B, 1, k.sc.threads, 1, 1,
-                      static_cast<unsigned>(k.sc.dynamicSmem), s, args, "indexer_score"));
 }
 
 // A launch, overlapped with the kernel before it when --pdl asks and `overlap` (not the first of
@@ -211,6 +235,30 @@ Status launchK(cu::Driver &drv, cu::Function f, unsigned gx, unsigned gy, unsign
   if (gPdl && overlap)
     return drv.launchOverlapped(f, gx, gy, 1, threads, 1, smem, s, args, what);
   return drv.launch(f, gx, gy, 1, threads, 1, 1, smem, s, args, what);
+}
+
+// --chain: the step's cache append of each request's row at its position (after the check: it
+// overwrites those keys).
+void launchAppend(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap) {
+  long long ldLat = 512, ldRope = 64, ldIdx = kDim, slots = p.numSlots;
+  int pagesPerSeq = p.pagesPerSeq, tokens = p.B;
+  float theta = 1e6f;
+  void *args[] = {&p.dlat, &ldLat,  &p.drope,  &ldRope,      &p.dik, &ldIdx,   &p.dpos, &p.dseq,
+                  &p.dtable, &pagesPerSeq, &p.dkv, &p.dcache, &slots, &tokens, &theta};
+  const auto grid = static_cast<unsigned>((p.B + k.ca.tokensPerCta - 1) / k.ca.tokensPerCta);
+  CHECK_OK(launchK(drv, k.append, grid, 1, static_cast<unsigned>(k.ca.threads), 0, s, args,
+                   "rope_cache_append", overlap));
+}
+
+// The score kernel; `overlap`: after another kernel in the timed sequence (the runtime launches
+// it overlapped with the cache append before it).
+void launchScore(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap) {
+  int ld = p.L, nCols = p.L, btStride = p.pagesPerSeq, rps = 1, slots = p.numSlots;
+  float scale = 1.0f;
+  void *args[] = {&p.dq,      &p.dw, &p.dcache, &p.dtable, &btStride, &rps,  &p.dpos,
+                  &p.dscores, &ld,   &nCols,    &slots,    &p.chunk,  &scale};
+  CHECK_OK(launchK(drv, k.score, (p.L + p.chunk - 1) / p.chunk, p.B, k.sc.threads,
+                   static_cast<unsigned>(k.sc.dynamicSmem), s, args, "indexer_score", overlap));
 }
 
 void launchHist0(cu::Driver &drv, const Kernels &k, Problem &p, cu::Stream s, bool overlap) {
@@ -286,7 +334,7 @@ CheckResult check(cu::Driver &drv, const Kernels &k, Problem &p,
                   const std::vector<uint16_t> &pattern, cu::Stream s) {
   CHECK_OK(drv.memsetD8(p.dscores, 0xff, size_t(p.B) * p.L * 4));
   CHECK_OK(drv.memsetD8(p.didx, 0xff, size_t(p.B) * kTopK * 4));
-  launchScore(drv, k, p, s);
+  launchScore(drv, k, p, s, false);
   launchTopK(drv, k, p, s, true);
   CHECK_OK(drv.synchronize(s));
   std::vector<float> scores(size_t(p.B) * p.L);
@@ -450,7 +498,7 @@ double timeGraph(cu::Driver &drv, cu::Stream stream, std::vector<Problem> &ps, i
 } // namespace
 
 int main(int argc, char **argv) {
-  bool checkOnly = false, parts = false, trace = false;
+  bool checkOnly = false, parts = false, trace = false, chain = false;
   int reps = 30;
   std::string topkMode = "plan"; // the registry's top-k plan, or force topk_row / multi-CTA
   int stagesOverride = 0;        // the score kernel's ring depth instead of the registry's
@@ -469,6 +517,8 @@ int main(int argc, char **argv) {
       parts = true;
     else if (a == "--trace")
       trace = true;
+    else if (a == "--chain")
+      chain = true;
     else if (a == "--topk" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "plan" || std::string(argv[i + 1]) == "row" ||
               std::string(argv[i + 1]) == "multi" || std::string(argv[i + 1]) == "cluster" ||
@@ -511,7 +561,7 @@ int main(int argc, char **argv) {
                    "usage: %s [--check-only] [--tiles sm_120a,sm_90] [--reps N] "
                    "[--topk plan|row|multi|cluster|grid] "
                    "[--stages N] [--define NAME[=V]] [--pdl] [--score-ctas N] [--cluster N] "
-                   "[--grid-keys N] [--shapes B:L,...] [--parts] [--trace]\n",
+                   "[--grid-keys N] [--shapes B:L,...] [--parts] [--trace] [--chain]\n",
                    argv[0]);
       return 2;
     }
@@ -586,7 +636,7 @@ int main(int argc, char **argv) {
           ps[si].plan.segments = (L + ps[si].plan.segmentLen - 1) / ps[si].plan.segmentLen;
           ps[si].plan.workspaceBytes = topKWorkspaceBytes(B, L);
         }
-        makeProblem(drv, ps[si], pattern, 1000 + si);
+        makeProblem(drv, ps[si], pattern, 1000 + si, chain);
       }
       CheckResult cr = check(drv, k, ps[0], pattern, stream);
       bool ok = cr.scoreErr <= 1e-2 && cr.topkMismatch == 0 && cr.slotMismatch == 0;
@@ -596,14 +646,25 @@ int main(int argc, char **argv) {
                   tn.c_str(), B, L, cr.scoreErr, cr.topkMismatch, cr.slotMismatch, cr.maxCand,
                   ok ? "ok" : "FAILED");
       if (!checkOnly) {
-        double tScore =
-            timeGraph(drv, stream, ps, reps, [&](Problem &p) { launchScore(drv, k, p, stream); });
+        double tScore = timeGraph(drv, stream, ps, reps,
+                                  [&](Problem &p) { launchScore(drv, k, p, stream, false); });
         double tTopK = timeGraph(drv, stream, ps, reps,
                                  [&](Problem &p) { launchTopK(drv, k, p, stream, false); });
         double tBoth = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
-          launchScore(drv, k, p, stream);
+          launchScore(drv, k, p, stream, &p != &ps[0]); // after the previous set's top-k
           launchTopK(drv, k, p, stream, true);
         });
+        // --chain (after every check: the appends overwrite each request's key at its position).
+        double tAppend = 0, tChain = 0;
+        if (chain) {
+          tAppend = timeGraph(drv, stream, ps, reps,
+                              [&](Problem &p) { launchAppend(drv, k, p, stream, &p != &ps[0]); });
+          tChain = timeGraph(drv, stream, ps, reps, [&](Problem &p) {
+            launchAppend(drv, k, p, stream, &p != &ps[0]);
+            launchScore(drv, k, p, stream, true);
+            launchTopK(drv, k, p, stream, true);
+          });
+        }
         if (parts && ps[0].plan.multi()) {
           double tH = timeGraph(drv, stream, ps, reps,
                                 [&](Problem &p) { launchTopK(drv, k, p, stream, false, 1); });
@@ -627,11 +688,14 @@ int main(int argc, char **argv) {
                            : ps[0].plan.cluster ? "cluster x" + std::to_string(ps[0].plan.cluster)
                            : ps[0].plan.multi() ? "multi x" + std::to_string(ps[0].plan.segments)
                                                 : std::string("row");
-        char line[256];
+        char line[320], chained[64] = "";
+        if (chain)
+          std::snprintf(chained, sizeof chained, " %9.1f %9.1f", tChain, tChain - tAppend);
         std::snprintf(line, sizeof line,
-                      "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s", tn.c_str(),
-                      B, L, ps[0].chunk, mode.c_str(), tScore, tTopK, tBoth, floorUs,
-                      tBoth / floorUs, keyBytes / tScore / 1e3, ok ? "" : "  (check FAILED)");
+                      "  %-8s %3d %7d %6d %-10s %9.1f %9.1f %9.1f %8.1f %6.2fx %7.0f%s%s",
+                      tn.c_str(), B, L, ps[0].chunk, mode.c_str(), tScore, tTopK, tBoth, floorUs,
+                      tBoth / floorUs, keyBytes / tScore / 1e3, chained,
+                      ok ? "" : "  (check FAILED)");
         table.push_back(line);
       }
       for (Problem &p : ps)
@@ -639,8 +703,9 @@ int main(int argc, char **argv) {
     }
   }
   if (!table.empty()) {
-    std::printf("\n  %-8s %3s %7s %6s %-10s %9s %9s %9s %8s %7s %7s\n", "tiles", "B", "L", "chunk",
-                "top-k", "score us", "top-k us", "both us", "floor us", "both/fl", "GB/s");
+    std::printf("\n  %-8s %3s %7s %6s %-10s %9s %9s %9s %8s %7s %7s%s\n", "tiles", "B", "L",
+                "chunk", "top-k", "score us", "top-k us", "both us", "floor us", "both/fl", "GB/s",
+                chain ? "  chain us -append" : "");
     for (const std::string &l : table)
       std::printf("%s\n", l.c_str());
   }

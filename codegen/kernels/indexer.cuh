@@ -8,7 +8,8 @@
 //
 // One CTA per (row t, chunk of chunk_len positions), 4 warps. The CTA streams its chunk's key rows
 // once, in tiles of GLM_TILE_N rows gathered with 16-byte cp.async into a GLM_STAGES-deep
-// shared-memory ring; warp w owns GLM_TILE_N / 4 rows of each tile. bf16: a skinny GEMM, M = the
+// shared-memory ring; warp w owns GLM_TILE_N / 4 rows of each tile. Its first tile is copied
+// before the grid chain's wait when no kernel of the step writes its rows (GLM_IDX_PREWAIT). bf16: a skinny GEMM, M = the
 // heads (one or two m16 tiles, q fragments held in registers for the whole chunk), N = 8 positions
 // per mma, K = 128; ReLU and the head-weighted sum happen on the accumulators, the sum over heads
 // crosses the 8 lanes of a column with 3 shuffles. f32 (GLM_ACT_F32): lane = head, fp32 FMA.
@@ -34,6 +35,14 @@ static_assert(GLM_DIM == 128, "the k permutation below covers exactly 128 dims")
 static_assert(GLM_HEADS >= 1 && GLM_HEADS <= 32, "at most two m16 tiles of q fragments");
 static_assert((GLM_PAGE & (GLM_PAGE - 1)) == 0, "page size is a power of two");
 static_assert(GLM_STAGES >= 2, "a ring of at least two tiles");
+// Tiles of the ring's prologue copied before the grid chain's wait (below; tuning, 0: none).
+// One: tile 0, then q's loads, then the rest -- q waiting behind every prologue tile cost more
+// than their earlier start gained where a CTA has few tiles (8 x 8K: 2; bench/RESULTS.md
+// 2026-12-03, fourth session).
+#ifndef GLM_IDX_PREWAIT
+#define GLM_IDX_PREWAIT 1
+#endif
+static_assert(GLM_IDX_PREWAIT >= 0 && GLM_IDX_PREWAIT <= GLM_STAGES - 1, "prologue tiles");
 
 // Dynamic shared memory layout, in bytes (the registry's indexerScoreSmem computes the same).
 #if GLM_ACT_F32
@@ -63,7 +72,6 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
                   const int32_t *__restrict__ positions, // [T]
                   float *__restrict__ scores,            // [T, ld]
                   int ld, int n_cols, int num_slots, int chunk_len, float scale) {
-  glm_grid_chain();
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *skeys = smem + GLM_IDX_SMEM_KEYS;
 
@@ -79,6 +87,12 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
   const int num_tiles = causal_end > begin ? (causal_end - begin + GLM_TILE_N - 1) / GLM_TILE_N : 0;
   const int32_t *bt = block_table + static_cast<long long>(row / rows_per_seq) * bt_stride;
   float *out = scores + static_cast<long long>(row) * ld;
+  // The first position this call appends to the row's sequence: one call's positions are
+  // consecutive (runtime/cuda/Backend.cpp checks it), so it is the sequence's first row's.
+  // Keys below it were written by earlier calls; positions and the block table are uploaded by
+  // the host before a call. No kernel of the step writes any of them, so they may be read
+  // before the grid chain's wait (see the prologue below).
+  const int first_new = positions[(row / rows_per_seq) * rows_per_seq];
 
   // Gathers tile `tile` into its ring stage. bf16 rows: 16-byte piece c of row r lands at piece
   // c ^ 4 (r & 1), so the 8 threads of a quarter warp reading pieces 4i + t of rows g and g + 1
@@ -135,6 +149,21 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
     }
   };
 
+  // The ring's prologue, part 1, before the grid chain's wait: the leading tiles (at most
+  // GLM_IDX_PREWAIT) whose causal rows all lie below first_new, so the kernel streams keys while
+  // its predecessor (the cache append, which lets it in early) still runs. Tile s's causal rows
+  // end at min(begin + (s + 1) GLM_TILE_N, causal_end); rows past causal_end are zero-filled, not
+  // read. The safe tiles are a prefix, so the commit groups stay one per tile in tile order.
+  int pre = 0; // tiles issued here
+#pragma unroll
+  for (int s = 0; s < GLM_IDX_PREWAIT; ++s)
+    if (pre == s && s < num_tiles && min(begin + (s + 1) * GLM_TILE_N, causal_end) <= first_new) {
+      load_tile(s);
+      glm_cp_async_commit();
+      ++pre;
+    }
+  glm_grid_chain(); // q and w are written by this step's kernels
+
 #if GLM_ACT_F32
   // q rows of this query into shared memory (padded rows; heads past GLM_HEADS are zero).
   float *sq = reinterpret_cast<float *>(smem + GLM_IDX_SMEM_Q);
@@ -174,11 +203,13 @@ extern "C" __global__ void __launch_bounds__(GLM_IDX_THREADS)
     }
 #endif
 
-  for (int s = 0; s < GLM_STAGES - 1; ++s) {
-    if (s < num_tiles)
-      load_tile(s);
-    glm_cp_async_commit();
-  }
+#pragma unroll
+  for (int s = 0; s < GLM_STAGES - 1; ++s) // the prologue, part 2
+    if (s >= pre) {
+      if (s < num_tiles)
+        load_tile(s);
+      glm_cp_async_commit();
+    }
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     glm_cp_async_wait<GLM_STAGES - 2>();

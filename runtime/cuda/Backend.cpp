@@ -903,6 +903,9 @@ Status Backend::run(const std::string &entry, const int32_t *tokens, const int32
   if (T <= 0 || T > maxT)
     return makeStatus(StatusCode::kInvalidArgument, "%s takes 1..%" PRId64 " tokens, not %" PRId64,
                       entry.c_str(), maxT, T);
+  // Consecutive positions: indexer_score copies the keys below positions[0] before its grid
+  // chain's wait (codegen/kernels/indexer.cuh), which needs every key this call appends at or
+  // past it.
   for (int64_t t = 0; t < T; ++t) {
     if (positions[t] != positions[0] + t)
       return makeStatus(StatusCode::kInvalidArgument,

@@ -5,7 +5,10 @@ that lets the cuda backend launch kernels overlapped (programmatic dependent lau
 exceptions are qlinear_decode, qlinear_decode_gate_up and qlinear_decode_multi, which first copy
 their weights (never written by a kernel of the step) into their own shared memory with cp.async
 and initialize their shared memory: before the wait they may touch shared memory and issue
-cp.async, nothing else. Prints each entry that breaks
+cp.async, nothing else; and indexer_score, which before its wait loads the positions and the
+block table (uploaded by the host before a call) and copies the key rows that earlier calls
+wrote (indexer.cuh): it may load global memory and issue cp.async, and store nothing.
+Prints each entry that breaks
 the rule, and exits 1 if any; prints the number of entries checked.
 
 usage: check_grid_chain.py DUMP_DIR
@@ -23,6 +26,8 @@ ACCESS = re.compile(r"^(@!?%p[0-9]+\s+)?(ld|ldu|st|atom|red|cp\.async|prefetch)\
 _WEIGHTS_FIRST = re.compile(r"^(@!?%p[0-9]+\s+)?((ld|st)\.shared|cp\.async)\.")
 EARLY = {name: _WEIGHTS_FIRST
          for name in ("qlinear_decode", "qlinear_decode_gate_up", "qlinear_decode_multi")}
+# What indexer_score may do before its wait: global loads (positions, block table) and cp.async.
+EARLY["indexer_score"] = re.compile(r"^(@!?%p[0-9]+\s+)?(ld\.global|cp\.async)\.")
 
 
 def check(path):

@@ -607,3 +607,111 @@ GPU_TEST(indexer_topk_synthetic) {
       }
   }
 }
+
+namespace {
+
+// A stand-in for the step's cache append, launched before indexer_score: it lets its successor
+// in at once (as the elementwise kernels do), waits `delay_ns`, then writes `rows` key rows of
+// row_bytes each from src into their cache slots.
+const char *kLateKeyWriter = R"(
+extern "C" __global__ void late_key_writer(const unsigned char *src, unsigned char *cache,
+                                           const int *slots, int rows, int row_bytes,
+                                           unsigned long long delay_ns) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  while (t - t0 < delay_ns);
+  for (int i = threadIdx.x; i < rows * row_bytes; i += blockDim.x)
+    cache[static_cast<long long>(slots[i / row_bytes]) * row_bytes + i % row_bytes] = src[i];
+}
+)";
+
+} // namespace
+
+// indexer_score copies key rows below the first position its call appends before its grid
+// chain's wait (indexer.cuh), while the append may still run. Here the append is a kernel that
+// writes the call's new rows (each decode row's own position; a prefill's 64) 20 us after
+// letting indexer_score in, which is launched overlapped with it; the cache held other values at
+// those rows before. A tile with a new row copied before the wait would score the old values.
+GPU_TEST(indexer_score_chained) {
+  GPU_TRY(writerMod, ctx.build("late_key_writer", kLateKeyWriter));
+  for (bool f32 : {false, true}) {
+    GPU_TRY(sk, buildScore(ctx, f32, 32));
+    if (ctx.compileOnly)
+      continue;
+    GPU_TRY(writer, ctx.function(writerMod, "late_key_writer"));
+    struct Case {
+      int B, rowsPerSeq, L, chunkTiles; // chunkTiles 0: the registry's chunk
+      int p0;                           // decode: positions p0, p0 - 1000, ...; prefill: first
+    } cases[] = {{4, 1, 5000, 0, 4999}, {4, 1, 5000, 3, 4990}, {1, 64, 3000, 0, 2000},
+                 {1, 64, 3000, 2, 2030}};
+    for (const Case &c : cases) {
+      Problem p;
+      p.T = c.B * c.rowsPerSeq;
+      p.seqs = c.B;
+      p.rowsPerSeq = c.rowsPerSeq;
+      p.nCols = c.L;
+      for (int t = 0; t < p.T; ++t)
+        p.pos.push_back(c.rowsPerSeq == 1 ? c.p0 - 1000 * t : c.p0 + t);
+      Rng rng(c.L + c.p0 + c.chunkTiles + f32);
+      makeTable(p, rng);
+      fillRandom(p, rng, f32);
+      DeviceProblem d = upload(ctx, p, f32);
+      // The new rows: their true keys go to the writer, the cache holds their negation.
+      const int rowBytes = kDim * (f32 ? 4 : 2);
+      std::vector<int32_t> slots;
+      std::vector<unsigned char> fresh, stale;
+      for (int t = 0; t < p.T; ++t) {
+        const int seq = t / p.rowsPerSeq;
+        std::vector<float> key(p.keys[seq].begin() + size_t(p.pos[t]) * kDim,
+                               p.keys[seq].begin() + size_t(p.pos[t] + 1) * kDim);
+        std::vector<float> neg(key);
+        for (float &v : neg)
+          v = -v;
+        slots.push_back(slotOf(p, seq, p.pos[t]));
+        for (const std::vector<float> *v : {&key, &neg}) {
+          std::vector<unsigned char> &dst = v == &key ? fresh : stale;
+          if (f32) {
+            const auto *b = reinterpret_cast<const unsigned char *>(v->data());
+            dst.insert(dst.end(), b, b + rowBytes);
+          } else {
+            std::vector<uint16_t> h = toBf16(*v);
+            const auto *b = reinterpret_cast<const unsigned char *>(h.data());
+            dst.insert(dst.end(), b, b + rowBytes);
+          }
+        }
+      }
+      for (int t = 0; t < p.T; ++t)
+        Context::check(ctx.drv->copyToDevice(d.cache + size_t(slots[t]) * rowBytes,
+                                             stale.data() + size_t(t) * rowBytes, rowBytes));
+      cu::DevicePtr dFresh = ctx.upload(fresh), dSlots = ctx.upload(slots);
+      int rows = p.T, rb = rowBytes;
+      unsigned long long delay = 20000;
+      ctx.launch(writer, 1, 1, 1, 256, 0, &dFresh, &d.cache, &dSlots, &rows, &rb, &delay);
+      int ld = p.nCols, nCols = p.nCols, btStride = p.pagesPerSeq, rps = p.rowsPerSeq;
+      int numSlots = p.numSlots;
+      int chunk = c.chunkTiles ? c.chunkTiles * sk.cfg.tileN
+                               : indexerScoreChunk(sk.cfg, ctx.tiles, p.T, p.nCols);
+      float scale = kScale;
+      void *args[] = {&d.q,      &d.w,  &d.cache, &d.table,    &btStride, &rps,  &d.pos,
+                      &d.scores, &ld,   &nCols,   &numSlots,   &chunk,    &scale};
+      Context::check(ctx.drv->launchOverlapped(
+          sk.fn, (p.nCols + chunk - 1) / chunk, p.T, 1, sk.cfg.threads, 1,
+          static_cast<unsigned>(sk.cfg.dynamicSmem), ctx.stream, args, "indexer_score"));
+      std::vector<float> got = ctx.download<float>(d.scores, size_t(p.T) * p.nCols);
+      std::vector<float> ref = hostScores(p), gc, rc;
+      for (int t = 0; t < p.T; ++t)
+        for (int s = 0; s <= std::min(p.pos[t], p.nCols - 1); ++s) {
+          gc.push_back(got[size_t(t) * p.nCols + s]);
+          rc.push_back(ref[size_t(t) * p.nCols + s]);
+        }
+      report.expectRelErr(dtypeName(f32) + " scores after a late append, B=" +
+                              std::to_string(c.B) + " rows/seq=" + std::to_string(c.rowsPerSeq) +
+                              " chunk=" + std::to_string(chunk),
+                          relErr(gc, rc), f32 ? 1e-5 : 1e-2);
+    }
+  }
+}
