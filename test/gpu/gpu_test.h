@@ -128,6 +128,15 @@ cu::DevicePtr allocOut(Context &ctx, size_t n, bool f32);
 // The n outputs as floats; *guardOk tells whether the guard behind them is still poisoned.
 std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32, bool *guardOk);
 
+// A stand-in for a kernel that writes another kernel's input late, for tests of what a kernel
+// may read before its grid chain's wait: late_writer lets its successor in at once (as the
+// elementwise kernels do), waits delay_ns, then copies `rows` rows of row_bytes from src (packed)
+// to dst rows slots[0 .. rows). Launch it plain, then the kernel under test with
+// Driver::launchOverlapped: an input read before that kernel's wait holds dst's old rows.
+glm5rt::StatusOr<cu::Function> lateWriter(Context &ctx); // null in compile-only mode
+void launchLateWriter(Context &ctx, cu::Function writer, cu::DevicePtr src, cu::DevicePtr dst,
+                      cu::DevicePtr slots, int rows, int rowBytes, unsigned long long delayNs);
+
 using TestFn = void (*)(Context &, Reporter &);
 struct Registrar {
   Registrar(const char *name, TestFn fn);

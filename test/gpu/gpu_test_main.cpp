@@ -81,6 +81,38 @@ std::vector<float> downloadOut(Context &ctx, cu::DevicePtr p, size_t n, bool f32
   return v;
 }
 
+namespace {
+const char *kLateWriter = R"(
+extern "C" __global__ void late_writer(const unsigned char *src, unsigned char *dst,
+                                       const int *slots, int rows, int row_bytes,
+                                       unsigned long long delay_ns) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  while (t - t0 < delay_ns);
+  for (int i = threadIdx.x; i < rows * row_bytes; i += blockDim.x)
+    dst[static_cast<long long>(slots[i / row_bytes]) * row_bytes + i % row_bytes] = src[i];
+}
+)";
+} // namespace
+
+glm5rt::StatusOr<cu::Function> lateWriter(Context &ctx) {
+  auto mod = ctx.build("late_writer", kLateWriter);
+  if (!mod.isOk())
+    return mod.status();
+  if (ctx.compileOnly)
+    return cu::Function(nullptr);
+  return ctx.function(*mod, "late_writer");
+}
+
+void launchLateWriter(Context &ctx, cu::Function writer, cu::DevicePtr src, cu::DevicePtr dst,
+                      cu::DevicePtr slots, int rows, int rowBytes, unsigned long long delayNs) {
+  ctx.launch(writer, 1, 1, 1, 256, 0, &src, &dst, &slots, &rows, &rowBytes, &delayNs);
+}
+
 void Reporter::expectRelErr(const std::string &what, double err, double bound) {
   bool ok = err <= bound;
   (ok ? passed : failed)++;

@@ -608,41 +608,17 @@ GPU_TEST(indexer_topk_synthetic) {
   }
 }
 
-namespace {
-
-// A stand-in for the step's cache append, launched before indexer_score: it lets its successor
-// in at once (as the elementwise kernels do), waits `delay_ns`, then writes `rows` key rows of
-// row_bytes each from src into their cache slots.
-const char *kLateKeyWriter = R"(
-extern "C" __global__ void late_key_writer(const unsigned char *src, unsigned char *cache,
-                                           const int *slots, int rows, int row_bytes,
-                                           unsigned long long delay_ns) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  while (t - t0 < delay_ns);
-  for (int i = threadIdx.x; i < rows * row_bytes; i += blockDim.x)
-    cache[static_cast<long long>(slots[i / row_bytes]) * row_bytes + i % row_bytes] = src[i];
-}
-)";
-
-} // namespace
-
 // indexer_score copies key rows below the first position its call appends before its grid
 // chain's wait (indexer.cuh), while the append may still run. Here the append is a kernel that
 // writes the call's new rows (each decode row's own position; a prefill's 64) 20 us after
 // letting indexer_score in, which is launched overlapped with it; the cache held other values at
 // those rows before. A tile with a new row copied before the wait would score the old values.
 GPU_TEST(indexer_score_chained) {
-  GPU_TRY(writerMod, ctx.build("late_key_writer", kLateKeyWriter));
+  GPU_TRY(writer, lateWriter(ctx));
   for (bool f32 : {false, true}) {
     GPU_TRY(sk, buildScore(ctx, f32, 32));
     if (ctx.compileOnly)
       continue;
-    GPU_TRY(writer, ctx.function(writerMod, "late_key_writer"));
     struct Case {
       int B, rowsPerSeq, L, chunkTiles; // chunkTiles 0: the registry's chunk
       int p0;                           // decode: positions p0, p0 - 1000, ...; prefill: first
@@ -688,9 +664,7 @@ GPU_TEST(indexer_score_chained) {
         Context::check(ctx.drv->copyToDevice(d.cache + size_t(slots[t]) * rowBytes,
                                              stale.data() + size_t(t) * rowBytes, rowBytes));
       cu::DevicePtr dFresh = ctx.upload(fresh), dSlots = ctx.upload(slots);
-      int rows = p.T, rb = rowBytes;
-      unsigned long long delay = 20000;
-      ctx.launch(writer, 1, 1, 1, 256, 0, &dFresh, &d.cache, &dSlots, &rows, &rb, &delay);
+      launchLateWriter(ctx, writer, dFresh, d.cache, dSlots, p.T, rowBytes, 20000);
       int ld = p.nCols, nCols = p.nCols, btStride = p.pagesPerSeq, rps = p.rowsPerSeq;
       int numSlots = p.numSlots;
       int chunk = c.chunkTiles ? c.chunkTiles * sk.cfg.tileN
