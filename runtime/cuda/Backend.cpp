@@ -1097,7 +1097,7 @@ StatusOr<int> Backend::topkResident(Function f, const launch::TopKParams &p, int
 
 StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) {
   if (rowTopkCols_ < 0) {
-    // One row per call: topKGrid takes topk_row while the columns are within its cache, then
+    // One row per call: topKGrid takes topk_row while the columns are within topKRowCols, then
     // topk_cluster up to topKClusterRowCols; for every top-k step the smallest of each.
     rowTopkCols_ = clusterTopkCols_ = 0;
     auto low = [](int64_t have, int64_t v) { return have == 0 ? v : std::min(have, v); };
@@ -1108,7 +1108,7 @@ StatusOr<int64_t> Backend::graphColumns(const pl::EntryPoint &ep, int64_t last) 
                             launch::topKParamsOf(*plan_.kernels()->Get(s->kernel())));
       GLM5_ASSIGN_OR_RETURN(Fn cl, fn(*s, 0, "topk_cluster"));
       GLM5_ASSIGN_OR_RETURN(const int maxCluster, topkCluster(cl.f, tp));
-      rowTopkCols_ = low(rowTopkCols_, tp.cache);
+      rowTopkCols_ = low(rowTopkCols_, launch::topKRowCols(tp));
       clusterTopkCols_ = low(clusterTopkCols_, launch::topKClusterRowCols(tp, maxCluster));
     }
   }

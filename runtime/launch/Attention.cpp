@@ -90,22 +90,31 @@ int64_t topKClusterCols(const TopKParams &p, int maxCluster) {
   return maxCluster > 1 ? int64_t(maxCluster) * p.clusterKeys : 0;
 }
 
+int64_t topKRowCols(const TopKParams &p) {
+  return std::min<int64_t>(p.cache, int64_t(p.threads) * kTopKRowRegKeys);
+}
+
 int64_t topKClusterRowCols(const TopKParams &p, int maxCluster) {
   const int64_t cols = topKClusterCols(p, maxCluster);
-  return cols > p.cache ? cols : 0;
+  return cols > topKRowCols(p) ? cols : 0;
 }
 
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
                   int maxCluster, int activeClusters, int gridResident) {
   TopKGrid g;
-  // topk_grid: rows past topk_row's cache, all CTAs resident at once, where topk_cluster's
+  // Past topk_row's register path the cluster and the grid forms take the row where they fit,
+  // even within topk_row's cache: on Hopper tiles (a 16K cache) its shared-memory path took
+  // 19.2-20.8 us at 1, 8 and 32 rows of 16K positions against the cluster's 9.4-9.7 (1 and 8
+  // rows; bench/RESULTS.md 2026-12-03, fourth session).
+  const int64_t rowCols = topKRowCols(p);
+  // topk_grid: rows past topKRowCols, all CTAs resident at once, where topk_cluster's
   // segments are long (rows of 64K positions and more: 8K keys per cluster CTA) or its clusters
   // share SMs (more than SMs / 8 rows). Measured on the H200 (bench/RESULTS.md 2026-12-02, sixth
   // session), top-k us cluster -> grid: 1 x 128K 18.2 -> 12.1, 8 x 128K 21.0 -> 18.1, 16 x 128K
   // 27.6 -> 22.2, 1 x 64K 13.1 -> 11.9, 32 x 32K 24.1 -> 18.4, 32 x 16K 20.4 -> 15.0; the
   // cluster stays ahead with fewer rows of at most 32K (1 x 32K 10.1 against 11.5, 16 x 32K
   // 13.8 against 15.7), and at 8 x 64K (14.6 against 15.5, the one loss the rule takes).
-  if (gridResident > 0 && cols > p.cache && cols > k &&
+  if (gridResident > 0 && cols > rowCols && cols > k &&
       (cols >= kTopKGridMinCols || rows * std::max(maxCluster, 1) > smCount)) {
     g.grid = topKGridCtas(rows, cols, kTopKGridTargetKeys, gridResident);
     if (g.grid > 0) {
@@ -120,7 +129,7 @@ TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, 
   // 35.8, 1 x 128K 20.9 against 20.6), also with 32 rows whose clusters take two waves (32 x
   // 32K 27.7 against 31.4). More rows than two waves' worth keep the older forms.
   const int64_t resident = activeClusters > 0 ? activeClusters : smCount / std::max(maxCluster, 1);
-  if (cols > p.cache && cols > k && cols <= topKClusterCols(p, maxCluster) &&
+  if (cols > rowCols && cols > k && cols <= topKClusterCols(p, maxCluster) &&
       rows <= 2 * resident) {
     g.cluster = maxCluster;
     g.clusterSmem = topKClusterLaunchSmem(cols, maxCluster);

@@ -46,6 +46,13 @@ struct TopKParams {
   int clusterKeys = 0;     // [cluster_keys] topk_cluster's most keys per CTA (0: no such entry)
 };
 
+// topk_row keeps a row of up to threads x kTopKRowRegKeys positions in registers (topk.cuh
+// GLM_TK_REG); longer rows within its cache take its shared-memory path, about twice as slow as
+// topk_cluster there (bench/RESULTS.md 2026-12-03, fourth session).
+constexpr int kTopKRowRegKeys = 16;
+// The columns up to which topKGrid takes topk_row: its register path (or its cache, if smaller).
+int64_t topKRowCols(const TopKParams &p);
+
 // The top-k's cluster: at most 8 CTAs per row (the portable limit).
 constexpr int kTopKMaxCluster = 8;
 // topk_cluster's dynamic shared memory for `keys` keys per CTA (topk.cuh GLM_TK_CL_FIXED + 4
@@ -99,15 +106,15 @@ int64_t topKClusterCols(const TopKParams &p, int maxCluster);
 // The most columns for which topKGrid takes topk_cluster for one row (0: never): the decode
 // graph's column bound for it.
 int64_t topKClusterRowCols(const TopKParams &p, int maxCluster);
-// topk_row when a row fits its shared-memory cache (measured faster than topk_cluster there);
+// topk_row within topKRowCols (its register path; measured faster than topk_cluster there);
 // else topk_cluster while the row fits the cluster's shared memory and the rows' clusters take
-// at most two waves; else topk_row when the rows alone fill the SMs (prefill) or k exceeds the
-// multi-CTA limit; otherwise the two multi-CTA launches. maxCluster: the largest cluster the
-// device places (a power of two; 1 disables topk_cluster); activeClusters: how many of them the
-// device holds at once (0: assume one CTA per SM).
+// at most two waves; else topk_row when the row fits its shared-memory cache, the rows alone fill
+// the SMs (prefill) or k exceeds the multi-CTA limit; otherwise the two multi-CTA launches.
+// maxCluster: the largest cluster the device places (a power of two; 1 disables topk_cluster);
+// activeClusters: how many of them the device holds at once (0: assume one CTA per SM).
 // Before all of these, topk_grid (gridResident > 0: the topk_grid CTAs the device holds at once)
-// past topk_row's cache where it was measured faster: rows of kTopKGridMinCols columns or more,
-// or more rows than SMs / maxCluster.
+// past topKRowCols where it was measured faster: rows of kTopKGridMinCols columns or more, or
+// more rows than SMs / maxCluster.
 TopKGrid topKGrid(const TopKParams &p, int smCount, int64_t rows, int64_t cols, int64_t k,
                   int maxCluster = kTopKMaxCluster, int activeClusters = 0, int gridResident = 0);
 // topk_grid's keys per CTA when topKGrid takes it (fewer CTAs where they would not all be

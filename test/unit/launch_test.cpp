@@ -437,6 +437,14 @@ TEST(Launch, TopKChoosesCluster) {
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 8192), 131072);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 200000, 131072), 200000);
   EXPECT_EQ(decodeGraphColumns({p.cache, 131072}, 100000, 9000), 100000);
+  // Hopper's 16K cache: the cluster from past topk_row's register path (512 x 16 positions).
+  p.cache = 16384;
+  EXPECT_EQ(topKRowCols(p), 8192);
+  EXPECT_EQ(topKGrid(p, 132, 1, 8192, 2048).cluster, 0);
+  EXPECT_EQ(topKGrid(p, 132, 1, 8193, 2048).cluster, 8);
+  EXPECT_EQ(topKGrid(p, 132, 8, 16384, 2048).cluster, 8);
+  // 32 rows of 16K whose clusters would share SMs: topk_grid where every CTA is resident.
+  EXPECT_GT(topKGrid(p, 132, 32, 16384, 2048, 8, 0, 264).grid, 0);
 }
 
 TEST(Launch, TopKChoosesGrid) {
