@@ -276,9 +276,9 @@ __device__ __forceinline__ void glm_st_shared_zero16(uint32_t addr) {
 // first statement but qlinear_decode's, which first issues copies of its weights (never written
 // by a kernel of a step) into its own shared memory, and indexer_score's, which first copies its
 // first tile of keys written by earlier calls (the positions and block table it reads to find
-// them are the host's). A kernel launched overlapped may be
-// scheduled as soon as its predecessor on the stream has triggered, which it does when its last
-// CTA exits (before the grid's completion is processed) or earlier (glm_grid_chain_early);
+// them are the host's). A kernel launched overlapped may be scheduled as soon as its
+// predecessor on the stream has triggered, which it does when its last CTA exits (before the
+// grid's completion is processed) or earlier (glm_grid_chain_early);
 // `griddepcontrol.wait` holds it until that kernel has completed and its writes are visible (at
 // once without the launch attribute), so nothing else before the wait may touch global memory
 // (test/gpu/check_grid_chain.py checks the PTX). GLM_PDL_TRIGGER 1 also issues `launch_dependents` after the wait, so the

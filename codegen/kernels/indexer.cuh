@@ -9,10 +9,11 @@
 // One CTA per (row t, chunk of chunk_len positions), 4 warps. The CTA streams its chunk's key rows
 // once, in tiles of GLM_TILE_N rows gathered with 16-byte cp.async into a GLM_STAGES-deep
 // shared-memory ring; warp w owns GLM_TILE_N / 4 rows of each tile. Its first tile is copied
-// before the grid chain's wait when no kernel of the step writes its rows (GLM_IDX_PREWAIT). bf16: a skinny GEMM, M = the
-// heads (one or two m16 tiles, q fragments held in registers for the whole chunk), N = 8 positions
-// per mma, K = 128; ReLU and the head-weighted sum happen on the accumulators, the sum over heads
-// crosses the 8 lanes of a column with 3 shuffles. f32 (GLM_ACT_F32): lane = head, fp32 FMA.
+// before the grid chain's wait when no kernel of the step writes its rows (GLM_IDX_PREWAIT).
+// bf16: a skinny GEMM, M = the heads (one or two m16 tiles, q fragments held in registers for the
+// whole chunk), N = 8 positions per mma, K = 128; ReLU and the head-weighted sum happen on the
+// accumulators, the sum over heads crosses the 8 lanes of a column with 3 shuffles. f32
+// (GLM_ACT_F32): lane = head, fp32 FMA.
 //
 // Instantiation constants: GLM_HEADS (1..32 real heads; padded to m16 tiles with zero q and w),
 // GLM_DIM (128), GLM_PAGE (positions per cache page, a power of two), GLM_TILE_N, GLM_STAGES.

@@ -7,9 +7,8 @@ their weights (never written by a kernel of the step) into their own shared memo
 and initialize their shared memory: before the wait they may touch shared memory and issue
 cp.async, nothing else; and indexer_score, which before its wait loads the positions and the
 block table (uploaded by the host before a call) and copies the key rows that earlier calls
-wrote (indexer.cuh): it may load global memory and issue cp.async, and store nothing.
-Prints each entry that breaks
-the rule, and exits 1 if any; prints the number of entries checked.
+wrote (indexer.cuh): it may load global memory and issue cp.async, and store nothing. Prints
+each entry that breaks the rule, and exits 1 if any; prints the number of entries checked.
 
 usage: check_grid_chain.py DUMP_DIR
 """
