@@ -71,6 +71,10 @@ GPU_TEST(sparse_mla_decode) {
     const int D = 576, L = 512, R = 64, topk = 2048;
     struct Case {
       int B, H, ctx, splits, cluster;
+      // ramp: request b selects slots b ctx + i in order, row i's values scaled by 1 + i / 64,
+      // so the scores grow along every split and its reference maximum moves on later tiles
+      // (the slow path rescaling earlier tiles' P V), not only on the first.
+      bool ramp = false;
     } cases[] = {{1, 8, 4096, 1, 1},
                  {2, 16, 3000, 5, 1},
                  {3, 64, 8192, 16, 8},
@@ -107,7 +111,10 @@ GPU_TEST(sparse_mla_decode) {
                  // alone with a second stage, and in the spread merge.
                  {1, 8, 4096, 48, 8},
                  {2, 16, 4096, 48, 1},
-                 {1, 20, 4096, 48, 0}};
+                 {1, 20, 4096, 48, 0},
+                 {2, 16, 4096, 4, 1, true},
+                 {1, 8, 4096, 8, 8, true},
+                 {2, 20, 4096, 2, 2, true}};
     int ctasPerSm = 1;
     Context::check(ctx.drv->occupancy(decode, cfg.threads, static_cast<size_t>(cfg.dynamicSmem),
                                       &ctasPerSm));
@@ -122,14 +129,20 @@ GPU_TEST(sparse_mla_decode) {
         continue;
       Rng rng(c.B * 131 + c.H * 7 + c.splits * 3 + c.cluster);
       std::vector<float> q = fromBf16(toBf16(rng.vec(size_t(c.B) * c.H * D)));
-      std::vector<float> kv = fromBf16(toBf16(rng.vec(size_t(c.B) * c.ctx * D)));
+      std::vector<float> kv = rng.vec(size_t(c.B) * c.ctx * D);
       std::vector<int32_t> idx(size_t(c.B) * topk, -1);
       for (int b = 0; b < c.B; ++b)
         for (int i = 0; i < std::min(topk, c.ctx); ++i) {
           uint64_t r = rng.next();
           idx[size_t(b) * topk + i] =
-              r % 7 == 0 ? (r % 2 ? -1 : 1 << 30) : b * c.ctx + static_cast<int>(r % c.ctx);
+              c.ramp ? b * c.ctx + i
+              : r % 7 == 0 ? (r % 2 ? -1 : 1 << 30)
+                           : b * c.ctx + static_cast<int>(r % c.ctx);
+          if (c.ramp)
+            for (int d = 0; d < D; ++d)
+              kv[(size_t(b) * c.ctx + i) * D + d] *= 1.0f + i / 64.0f;
         }
+      kv = fromBf16(toBf16(kv));
       int slots = c.B * c.ctx, splits = c.splits;
       int perSplit = ((topk + splits - 1) / splits + cfg.tileN - 1) / cfg.tileN * cfg.tileN;
       float scaleLog2 = (1.0f / 16.0f) * 1.4426950408889634f;
@@ -183,7 +196,8 @@ GPU_TEST(sparse_mla_decode) {
       std::string what = cfg.variant + " B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) +
                          " ctx=" + std::to_string(c.ctx) + " splits=" + std::to_string(c.splits) +
                          (spread ? std::string(" spread merge")
-                                 : " cluster=" + std::to_string(c.cluster));
+                                 : " cluster=" + std::to_string(c.cluster)) +
+                         (c.ramp ? " ramp" : "");
       report.expectRelErr("sparse_mla out " + what, relErr(gotO, refO), 1e-2);
       report.expectRelErr("sparse_mla lse " + what, relErr(gotL, refL), 1e-2);
     }
