@@ -198,6 +198,15 @@ static_assert(GLM_MERGE_BYTES <= GLM_RING * GLM_ENTRY_N * GLM_ROW * 2,
 #ifndef GLM_MLA_BULK
 #define GLM_MLA_BULK 0
 #endif
+// GLM_MLA_STAGGER (bulk path): the prologue copies tile 0's rows alone and the rest of the ring
+// once tile 0 has landed, so that tile 0 does not share the memory system with every CTA's fill
+// of tile 1 (it then landed when nearly all of them had: 8 x 8, 2.23 -> 1.73 us after the
+// prologue). On the H200 (SM120 tiles) 0.15-0.7 us faster at batch 8 and 32 and 64 x 1, even at
+// 128, 0.1 us slower at 8 x 1 and 16 x 1 (bench/RESULTS.md 2026-12-03, sixth session).
+#ifndef GLM_MLA_STAGGER
+#define GLM_MLA_STAGGER 1
+#endif
+#define GLM_MLA_STAGGERED (GLM_MLA_BULK && GLM_MLA_STAGGER && GLM_RING > GLM_TILE_ENTRIES)
 
 // Scores of masked slots: a large finite negative, so a fully masked tile never makes NaN.
 #define GLM_MASKED (-1.0e30f)
@@ -753,7 +762,8 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
 
   // Pipeline: the prologue fills the whole ring (entries 0 .. GLM_RING - 1; the cp.async path's
   // Q rides in entry 0's group), so a split of up to GLM_RING entries has all its rows in flight
-  // at once.
+  // at once -- with GLM_MLA_STAGGERED, tile 0's entries here and the others once tile 0 has
+  // landed (fill_rest).
   // Iteration k >= 1 refills the entries tile k - 1 used (refill k). With a ring of more than
   // two tiles' entries, the next tile's first entries are in flight during a tile's math too.
   // Every index load of the prologue and of refill 1 is issued before the first copy (which
@@ -768,11 +778,23 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   fetch_refill(1, slots);
 #pragma unroll
   for (int e = 0; e < GLM_RING; ++e) {
-    if (e % GLM_GATHER_SETS == gset && e < num_entries)
+    if (e % GLM_GATHER_SETS == gset && e < num_entries &&
+        (!GLM_MLA_STAGGERED || e < GLM_TILE_ENTRIES))
       load_entry(e, first[e / GLM_GATHER_SETS]);
     glm_cp_async_commit();
   }
   GLM_TRACE(1);
+  // GLM_MLA_STAGGERED: the ring's other entries, after tile 0's wait (their mbarrier phases are
+  // unchanged: each entry's first fill still precedes its wait). Every warp's next reads of them
+  // (svalid, the rows) follow tile_begin(1)'s barrier.
+  auto fill_rest = [&]() {
+#if GLM_MLA_STAGGERED
+#pragma unroll
+    for (int e = GLM_TILE_ENTRIES; e < GLM_RING; ++e)
+      if (e % GLM_GATHER_SETS == gset && e < num_entries)
+        load_entry(e, first[e / GLM_GATHER_SETS]);
+#endif
+  };
 
   // The tile loop's ring side: tile_begin(tile) makes the tile's rows visible to every warp,
   // tile_row(r) is where row r of the current tile sits, tile_end() moves to the next tile.
@@ -887,6 +909,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   load_q_frags();
 #endif
   wait_first_tile();
+  fill_rest();
 #if !GLM_MLA_BULK && !GLM_Q_GLOBAL
   load_q_frags();
 #endif
@@ -1098,6 +1121,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   load_q_frags();
 #endif
   wait_first_tile();
+  fill_rest();
 #if !GLM_MLA_BULK
   load_q_frags();
 #endif
