@@ -355,6 +355,50 @@ void printSmEnds(const std::vector<unsigned long long> &t, int ctas) {
   std::printf("\n");
 }
 
+// Where a merge's barrier waits (--trace): per barrier group -- a cluster's C consecutive
+// splits, or with the spread merge (cluster 0) the group's splits -- the spread of the CTAs'
+// arrivals and each CTA's time from the group's last arrival to its own exit, on the
+// %globaltimer scale (a CTA's start plus its stamps' cycles over the implied clock). Arrival:
+// stamp 3 (tile loop done; the staging before the cluster barrier is shared-memory stores) or,
+// for the spread merge, 4 (partial written); exit: 4 (past the cluster barrier) or 5.
+void printMergeSkew(const std::vector<unsigned long long> &t, int ctas, int perRow, int splits,
+                    int cluster, double ghz) {
+  const int size = cluster == 0 ? splits : cluster;
+  const int arriveSlot = cluster == 0 ? 4 : 3, exitSlot = arriveSlot + 1;
+  if (size <= 1)
+    return;
+  unsigned long long t0 = ~0ull; // the first start: ns since it stay exact as doubles
+  for (int c = 0; c < ctas; ++c)
+    t0 = std::min(t0, t[size_t(c) * kTraceSlots]);
+  auto at = [&](int c, int slot) {
+    const unsigned long long *r = &t[size_t(c) * kTraceSlots];
+    return double(r[0] - t0) + double(r[slot]) / ghz; // ns after the first start
+  };
+  std::vector<double> spread, after;
+  for (int c0 = 0; c0 + size <= ctas; c0 += size) {
+    if ((c0 % perRow) % splits % size != 0)
+      continue; // not the start of a barrier group
+    double first = 1e300, last = 0;
+    for (int c = c0; c < c0 + size; ++c) {
+      first = std::min(first, at(c, arriveSlot));
+      last = std::max(last, at(c, arriveSlot));
+    }
+    spread.push_back(last - first);
+    for (int c = c0; c < c0 + size; ++c)
+      after.push_back(at(c, exitSlot) - last);
+  }
+  auto pct = [](std::vector<double> v, double q) {
+    if (v.empty())
+      return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, size_t(q * v.size()))];
+  };
+  std::printf("    merge barrier groups of %d: arrivals spread median %.2f max %.2f us; last "
+              "arrival to exit median %.2f max %.2f us\n",
+              size, pct(spread, 0.5) / 1e3, pct(spread, 1.0) / 1e3, pct(after, 0.5) / 1e3,
+              pct(after, 1.0) / 1e3);
+}
+
 // --trace: where a launch's time goes, from the phase stamps of the traced build
 // (sparse_mla_decode.cuh GLM_MLA_TRACE) left by the last launch: per phase the median and the
 // largest over the CTAs, in SM cycles and in us at the clock the stamps imply (cycles over
@@ -427,6 +471,8 @@ void printTrace(cu::Driver &drv, const Kernel &k, const Problem &p, cu::Stream s
     std::printf("    %-26s median %8.0f cycles %6.2f us, max %8.0f cycles %6.2f us\n", names[i],
                 med, clock > 0 ? med / clock / 1e3 : 0.0, mx, clock > 0 ? mx / clock / 1e3 : 0.0);
   }
+  if (clock > 0)
+    printMergeSkew(t, ctas, groups * p.splits, p.splits, p.cluster, clock);
   printSmEnds(t, ctas);
 }
 

@@ -337,6 +337,24 @@ __device__ __forceinline__ unsigned glm_cluster_size() {
 __device__ __forceinline__ void glm_cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
+// The arrive for a barrier that publishes shared memory only: this thread's earlier writes to
+// its own CTA's shared memory are visible to the peers' distributed-shared-memory reads after
+// their wait. A release fence restricted to shared::cta operations, then a relaxed arrive: the
+// plain release arrive is a MEMBAR.ALL.GPU first (SASS), which waits for the thread's global
+// memory operations too (GLM_CLUSTER_SHARED_RELEASE 0: that arrive, for comparison).
+// The peers' own reads of this CTA's shared memory before their arrive are not ordered by it:
+// a caller that overwrites what peers read relies on their having used the values read.
+#ifndef GLM_CLUSTER_SHARED_RELEASE
+#define GLM_CLUSTER_SHARED_RELEASE 1
+#endif
+__device__ __forceinline__ void glm_cluster_arrive_shared() {
+#if GLM_CLUSTER_SHARED_RELEASE
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n\t"
+               "barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#else
+  glm_cluster_arrive();
+#endif
+}
 // An arrive without release semantics, for a barrier that only keeps CTAs alive: no CTA exits
 // while a peer still reads its shared memory (reads whose values were used before the arrive).
 __device__ __forceinline__ void glm_cluster_arrive_relaxed() {

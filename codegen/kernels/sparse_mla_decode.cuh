@@ -1317,7 +1317,7 @@ extern "C" __global__ void __launch_bounds__(GLM_THREADS, GLM_MIN_CTAS)
   }
 #endif
   if (csize > 1) {
-    glm_cluster_arrive();
+    glm_cluster_arrive_shared(); // the stages are shared memory
     glm_cluster_wait();
   } else {
     __syncthreads();

@@ -1279,10 +1279,11 @@ __device__ __forceinline__ void glm_tk_cluster_gather(uint32_t *hist, uint32_t *
   const int tid = threadIdx.x, lane = tid % 32;
   // The cluster barrier makes every CTA's collect counts (misc[6], misc[4]: no later write) final
   // and visible to the peers.
-  glm_cluster_arrive();
+  glm_cluster_arrive_shared();
   glm_cluster_wait();
   // Pass 1's histogram is this CTA's pass-0 histogram, zeroed: every peer read it (its select)
-  // before the barrier above. Its coarse sums (coarse + 64, and pass 2's at coarse + 128) were
+  // before the barrier above, and used what it read (the digit it wrote; the shared-memory
+  // arrive does not order a peer's remote reads). Its coarse sums (coarse + 64, and pass 2's at coarse + 128) were
   // zeroed at the start: no cluster pass past 0 wrote them.
   for (int b = 4 * tid; b < GLM_TK_BINS; b += 4 * GLM_TOPK_THREADS)
     *reinterpret_cast<uint4 *>(hist + b) = make_uint4(0u, 0u, 0u, 0u);
@@ -1607,7 +1608,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     const int nbins = glm_tk_nbins(p);
     __syncthreads();
     glm_tk_coarse(h, nbins, co);
-    glm_cluster_arrive();
+    glm_cluster_arrive_shared();
     glm_cluster_wait();
     glm_tk_cluster_select(h, co, nbins, remaining, csize, misc);
     GLM_TK_STAMP(2, 2 + p);
@@ -1707,7 +1708,7 @@ extern "C" __global__ void __launch_bounds__(GLM_TOPK_THREADS, 2)
     if (warp == 0)
       glm_tk_warp_store_sums(lane < GLM_TK_WARPS ? pairs[2 * lane] : 0u,
                              lane < GLM_TK_WARPS ? pairs[2 * lane + 1] : 0u, totals);
-    glm_cluster_arrive();
+    glm_cluster_arrive_shared();
     glm_cluster_wait();
     if (warp == 0) {
       uint32_t g = 0, e = 0;
